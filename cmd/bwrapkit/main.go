@@ -1,0 +1,94 @@
+// Command bwrapkit makes bwrap a dependable, provable sandbox: doctor, install, run.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/bwrapkit/bwrapkit/sandbox"
+)
+
+// Exit statuses decided here and only here.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitTimeout     = 124
+	exitUnavailable = 125
+)
+
+func main() {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() { cancel(signalled{(<-signals).(syscall.Signal)}) }()
+	os.Exit(execute(ctx, os.Args[1:], newStreams()))
+}
+
+// signalled is the cause of a context cancelled by a signal to bwrapkit.
+type signalled struct{ signal syscall.Signal }
+
+func (s signalled) Error() string { return "interrupted by " + s.signal.String() }
+
+// interruptedStatus is 128+N for the signal that cancelled ctx, as a shell reports it.
+func interruptedStatus(ctx context.Context) int {
+	var cause signalled
+	if errors.As(context.Cause(ctx), &cause) {
+		return 128 + int(cause.signal)
+	}
+	return 128 + int(syscall.SIGTERM)
+}
+
+// execute runs the command line and maps what it returns to an exit status.
+func execute(ctx context.Context, args []string, streams streams) int {
+	root := newRootCmd(streams)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return exitStatus(err, streams.Err)
+}
+
+// exitError carries a status decided by a command (the sandboxed command's own status,
+// doctor's verdict) that is not itself an error worth printing.
+type exitError struct{ status int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.status) }
+
+// usageError is bad input: exit 2 with a one-line reason.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// failureError is a failure with a message already fit for the user: exit 1.
+type failureError struct{ err error }
+
+func (e failureError) Error() string { return e.err.Error() }
+func (e failureError) Unwrap() error { return e.err }
+
+func exitStatus(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var exit exitError
+	if errors.As(err, &exit) {
+		return exit.status
+	}
+	var unavailable *sandbox.UnavailableError
+	if errors.As(err, &unavailable) {
+		fmt.Fprintf(stderr, "bwrapkit: %s\n", unavailable.Message())
+		return exitUnavailable
+	}
+	fmt.Fprintf(stderr, "bwrapkit: %s\n", err)
+	var usage usageError
+	if errors.As(err, &usage) || isCobraUsage(err) {
+		return exitUsage
+	}
+	return exitFailure
+}

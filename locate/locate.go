@@ -1,0 +1,215 @@
+// Package locate decides which bwrap to use and why: an explicit choice, then PATH,
+// then the managed install. The search is pure over an injected PATH and file system.
+package locate
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Source says where a bwrap was found.
+type Source string
+
+const (
+	SourceFlag    Source = "flag"
+	SourceEnv     Source = "env"
+	SourcePath    Source = "path"
+	SourceManaged Source = "managed"
+)
+
+// FileSystem is the seam the search looks through: Stat follows symlinks, as exec does.
+type FileSystem interface {
+	Stat(name string) (fs.FileInfo, error)
+	EvalSymlinks(name string) (string, error)
+}
+
+// OS is the real file system.
+type OS struct{}
+
+func (OS) Stat(name string) (fs.FileInfo, error)    { return os.Stat(name) }
+func (OS) EvalSymlinks(name string) (string, error) { return filepath.EvalSymlinks(name) }
+
+// Query is everything the search depends on.
+type Query struct {
+	Flag string // --bwrap
+	Env  string // BWRAPKIT_BWRAP
+	PATH string
+	Home string // bwrapkit home; <Home>/bin/bwrap is the managed install
+}
+
+// Candidate is one place a bwrap was looked for.
+type Candidate struct {
+	Path   string `json:"path"`
+	Real   string `json:"real,omitempty"` // symlinks resolved
+	Source Source `json:"source"`
+	Usable bool   `json:"usable"`
+	Reason string `json:"reason,omitempty"` // why it is not usable, or why it was skipped
+	Mode   fs.FileMode `json:"-"`
+	UID    uint32      `json:"-"`
+}
+
+// Result is the chosen bwrap and everything considered on the way.
+type Result struct {
+	Path   string `json:"path"` // absolute, symlinks resolved: what is executed
+	Source Source `json:"source"`
+	// Candidates lists, in search order, every place looked at, including the
+	// usable ones after the chosen one (shadowed) and ignored PATH entries.
+	Candidates []Candidate `json:"candidates"`
+}
+
+// Chosen returns the candidate that was picked.
+func (r Result) Chosen() Candidate {
+	for _, candidate := range r.Candidates {
+		if candidate.Usable && candidate.Real == r.Path {
+			return candidate
+		}
+	}
+	return Candidate{}
+}
+
+// NotFoundError says no usable bwrap exists; Candidates say why each place failed.
+type NotFoundError struct {
+	Candidates []Candidate
+}
+
+func (e *NotFoundError) Error() string {
+	return "no usable bwrap on PATH or in the managed install"
+}
+
+// ExplicitError says the bwrap named by --bwrap or BWRAPKIT_BWRAP cannot be used. The
+// search never falls back past an explicit choice: the caller asked for that binary.
+type ExplicitError struct {
+	Candidate Candidate
+}
+
+func (e *ExplicitError) Error() string {
+	via := "--bwrap"
+	if e.Candidate.Source == SourceEnv {
+		via = "BWRAPKIT_BWRAP"
+	}
+	return fmt.Sprintf("%s %s: %s", via, e.Candidate.Path, e.Candidate.Reason)
+}
+
+// Find searches in the order --bwrap, BWRAPKIT_BWRAP, PATH, managed install.
+func Find(q Query, fsys FileSystem) (Result, error) {
+	for _, explicit := range []Candidate{{Path: q.Flag, Source: SourceFlag}, {Path: q.Env, Source: SourceEnv}} {
+		if explicit.Path == "" {
+			continue
+		}
+		candidate := inspect(fsys, explicit.Path, explicit.Source)
+		if !candidate.Usable {
+			return Result{Candidates: []Candidate{candidate}}, &ExplicitError{Candidate: candidate}
+		}
+		return Result{Path: candidate.Real, Source: candidate.Source, Candidates: []Candidate{candidate}}, nil
+	}
+
+	var candidates []Candidate
+	for _, dir := range filepath.SplitList(q.PATH) {
+		switch {
+		case dir == "":
+			candidates = append(candidates, Candidate{Path: dir, Source: SourcePath, Reason: "empty PATH entry ignored (it would mean the current directory)"})
+			continue
+		case !filepath.IsAbs(dir):
+			candidates = append(candidates, Candidate{Path: dir, Source: SourcePath, Reason: "relative PATH entry ignored (it depends on the current directory)"})
+			continue
+		}
+		candidate := inspect(fsys, filepath.Join(dir, "bwrap"), SourcePath)
+		if candidate.Reason == reasonMissing {
+			continue // an absent file is the normal case for most PATH entries
+		}
+		candidates = append(candidates, candidate)
+	}
+	if q.Home != "" {
+		candidates = append(candidates, inspect(fsys, ManagedPath(q.Home), SourceManaged))
+	}
+
+	for _, candidate := range candidates {
+		if candidate.Usable {
+			return Result{Path: candidate.Real, Source: candidate.Source, Candidates: candidates}, nil
+		}
+	}
+	return Result{Candidates: candidates}, &NotFoundError{Candidates: candidates}
+}
+
+const reasonMissing = "does not exist"
+
+// inspect decides whether path is an executable regular file, following symlinks.
+func inspect(fsys FileSystem, path string, source Source) Candidate {
+	candidate := Candidate{Path: path, Source: source}
+	if !filepath.IsAbs(path) {
+		candidate.Reason = "not an absolute path"
+		return candidate
+	}
+	info, err := fsys.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		candidate.Reason = reasonMissing
+		return candidate
+	case err != nil:
+		candidate.Reason = "cannot be inspected: " + err.Error()
+		return candidate
+	}
+	candidate.Mode = info.Mode()
+	candidate.UID = ownerOf(info)
+	switch {
+	case info.IsDir():
+		candidate.Reason = "is a directory"
+		return candidate
+	case !info.Mode().IsRegular():
+		candidate.Reason = "is not a regular file"
+		return candidate
+	case info.Mode().Perm()&0o111 == 0:
+		candidate.Reason = "is not executable (no x bit)"
+		return candidate
+	}
+	real, err := fsys.EvalSymlinks(path)
+	if err != nil {
+		candidate.Reason = "symlinks cannot be resolved: " + err.Error()
+		return candidate
+	}
+	candidate.Real = real
+	candidate.Usable = true
+	return candidate
+}
+
+// ManagedPath is where `bwrapkit install` puts the active bwrap.
+func ManagedPath(home string) string { return filepath.Join(home, "bin", "bwrap") }
+
+// Home decides bwrapkit's home: --home, else BWRAPKIT_HOME, else a per-user default
+// (root: /usr/local/lib/bwrapkit; others: ${XDG_DATA_HOME:-~/.local/share}/bwrapkit).
+func Home(flag string, getenv func(string) string, uid int) string {
+	switch {
+	case flag != "":
+		return flag
+	case getenv("BWRAPKIT_HOME") != "":
+		return getenv("BWRAPKIT_HOME")
+	case uid == 0:
+		return "/usr/local/lib/bwrapkit"
+	case getenv("XDG_DATA_HOME") != "":
+		return filepath.Join(getenv("XDG_DATA_HOME"), "bwrapkit")
+	case getenv("HOME") != "":
+		return filepath.Join(getenv("HOME"), ".local", "share", "bwrapkit")
+	}
+	return ""
+}
+
+// Remedy is the next step for a failed search, in one line.
+func Remedy(err error) string {
+	var explicit *ExplicitError
+	if errors.As(err, &explicit) {
+		return "point --bwrap or BWRAPKIT_BWRAP at an executable bwrap, or unset it to search PATH"
+	}
+	return "run `bwrapkit install` (or install your distribution's bubblewrap package)"
+}
+
+// describe is used in messages: "dir/bwrap (is not executable)".
+func (c Candidate) String() string {
+	if c.Reason == "" {
+		return c.Path
+	}
+	return strings.TrimSpace(c.Path + " (" + c.Reason + ")")
+}

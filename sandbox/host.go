@@ -1,0 +1,105 @@
+package sandbox
+
+import (
+	"os"
+	"slices"
+	"path/filepath"
+	"strings"
+)
+
+// Host is the part of the host's layout the argv mirrors.
+type Host struct {
+	// Roots are /bin, /sbin, /lib, /lib32, /lib64 as they exist on the host: a
+	// symlink (merged /usr) is recreated as the same symlink, a directory is bound.
+	Roots []RootEntry
+	// Etc are the allowlisted /etc entries that exist on the host.
+	Etc []string
+	// Env are the caller's locale and terminal variables that pass through.
+	Env []string
+}
+
+// RootEntry is one top-level system path.
+type RootEntry struct {
+	Path   string
+	Target string // symlink target; empty for a directory
+}
+
+// systemRoots are bound read-only (or recreated as symlinks) besides /usr.
+var systemRoots = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64"}
+
+// EtcAllowlist is the narrow part of /etc a command needs to run and resolve names:
+// the loader, alternatives, CA certificates, users and groups, time zone, hosts.
+// Never /etc/shadow or the rest: secrets live there.
+var EtcAllowlist = []string{
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+	"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/passwd", "/etc/group",
+	"/etc/nsswitch.conf", "/etc/localtime", "/etc/hosts",
+}
+
+// EtcNetwork is bound only with the host network.
+var EtcNetwork = []string{"/etc/resolv.conf"}
+
+// passEnvNames are the caller's variables (with LC_*) that shape output, not behaviour.
+var passEnvNames = []string{"LANG", "TZ", "TERM"}
+
+// ScanHost reads the host's layout: lstat of a few system paths, and the caller's
+// locale variables from environ. Cheap (about twenty stat calls), so it is not cached.
+func ScanHost(environ []string) Host {
+	var host Host
+	for _, path := range systemRoots {
+		info, err := os.Lstat(path)
+		if err != nil {
+			continue
+		}
+		entry := RootEntry{Path: path}
+		if info.Mode()&os.ModeSymlink != 0 {
+			if entry.Target, err = os.Readlink(path); err != nil {
+				continue
+			}
+		} else if !info.IsDir() {
+			continue
+		}
+		host.Roots = append(host.Roots, entry)
+	}
+	for _, path := range append(append([]string{}, EtcAllowlist...), EtcNetwork...) {
+		if _, err := os.Stat(path); err == nil {
+			host.Etc = append(host.Etc, path)
+		}
+	}
+	host.Env = localeEnv(environ)
+	return host
+}
+
+// localeEnv picks LANG, LC_*, TZ and TERM from the caller's environment, in its order.
+func localeEnv(environ []string) []string {
+	var env []string
+	for _, entry := range environ {
+		name, value, _ := strings.Cut(entry, "=")
+		if value != "" && (strings.HasPrefix(name, "LC_") || slices.Contains(passEnvNames, name)) {
+			env = append(env, entry)
+		}
+	}
+	return env
+}
+
+// getenvFrom looks a name up in an environ slice; the last entry wins, as in exec.
+func getenvFrom(environ []string) func(string) string {
+	return func(name string) string {
+		value := ""
+		for _, entry := range environ {
+			if key, v, _ := strings.Cut(entry, "="); key == name {
+				value = v
+			}
+		}
+		return value
+	}
+}
+
+func isNetworkEtc(path string) bool {
+	for _, candidate := range EtcNetwork {
+		if filepath.Clean(path) == candidate {
+			return true
+		}
+	}
+	return false
+}

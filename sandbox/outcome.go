@@ -1,0 +1,166 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Result is what happened to a command that bwrap proved it launched.
+type Result struct {
+	// Started: bwrap reported the sandboxed child (child-pid) and setup reached the
+	// command's exec. Without it there is no Result, only an *UnavailableError.
+	Started bool
+	// ExitCode is the command's status, 128+N when a signal killed it, 124 on timeout,
+	// 126/127 when it could not be executed / was not found inside.
+	ExitCode int
+	// Signal is N when ExitCode is 128+N (bwrap reports a signal death that way, so a
+	// command that itself exits 130 reads as SIGINT too).
+	Signal   int
+	TimedOut bool
+	Duration time.Duration
+}
+
+// Reason is why the sandbox could not be built.
+type Reason string
+
+const (
+	ReasonNotFound      Reason = "not-found"      // no bwrap at all
+	ReasonNotExecutable Reason = "not-executable" // the path exists but cannot be run
+	ReasonUnsupported   Reason = "unsupported"    // --help lacks options the boundary needs
+	ReasonStartFailed   Reason = "start-failed"   // exec of bwrap itself failed
+	ReasonSetupFailed   Reason = "setup-failed"   // bwrap ran and reported an error building the sandbox
+	ReasonNoLaunchProof Reason = "no-launch-proof" // bwrap exited without ever reporting child-pid
+	ReasonLaunchTimeout Reason = "launch-timeout" // no child-pid within the bound
+	ReasonInvalidPolicy Reason = "invalid-policy" // the policy itself was refused
+)
+
+// UnavailableError says the command did not run because the boundary was not built.
+type UnavailableError struct {
+	Reason Reason
+	Bwrap  string
+	// Stderr is the tail of what bwrap printed (its own "bwrap: ..." errors).
+	Stderr string
+	// Missing lists required options absent from --help (ReasonUnsupported).
+	Missing []string
+	Err     error
+}
+
+func (e *UnavailableError) Error() string {
+	return "sandbox unavailable: " + e.Message()
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Message names the cause and the next step, in one or two lines.
+func (e *UnavailableError) Message() string {
+	cause := e.cause()
+	return fmt.Sprintf("the sandbox could not be built, so the command did not run: %s\n  next: %s", cause, e.Remedy())
+}
+
+func (e *UnavailableError) cause() string {
+	switch e.Reason {
+	case ReasonNotFound:
+		return "no bwrap found"
+	case ReasonNotExecutable:
+		return fmt.Sprintf("%s is not executable (%v)", e.Bwrap, e.Err)
+	case ReasonUnsupported:
+		if len(e.Missing) == len(Required) {
+			return fmt.Sprintf("%s does not behave like bwrap: its --help lists none of bwrap's options", e.Bwrap)
+		}
+		return fmt.Sprintf("%s lacks options the boundary needs: --%s", e.Bwrap, strings.Join(e.Missing, ", --"))
+	case ReasonStartFailed:
+		return fmt.Sprintf("%s could not be started: %v", e.Bwrap, e.Err)
+	case ReasonSetupFailed:
+		return fmt.Sprintf("%s failed while building the sandbox: %s", e.Bwrap, orNothing(lastLine(e.Stderr)))
+	case ReasonNoLaunchProof:
+		return fmt.Sprintf("%s exited without reporting a sandboxed child (%v); it is not a working bwrap", e.Bwrap, e.Err)
+	case ReasonLaunchTimeout:
+		return fmt.Sprintf("%s did not report a sandboxed child within %v and was killed", e.Bwrap, e.Err)
+	case ReasonInvalidPolicy:
+		return e.Err.Error()
+	}
+	return string(e.Reason)
+}
+
+// Remedy is the next step for this reason.
+func (e *UnavailableError) Remedy() string {
+	switch e.Reason {
+	case ReasonNotFound, ReasonNotExecutable, ReasonUnsupported, ReasonNoLaunchProof:
+		return "run `bwrapkit install` for a verified bwrap, or point --bwrap at a real one; `bwrapkit doctor` explains"
+	case ReasonSetupFailed, ReasonLaunchTimeout:
+		return "run `bwrapkit doctor` to see why this host refused (user namespaces, AppArmor, container) and how to fix it"
+	case ReasonInvalidPolicy:
+		return "fix the flag named above"
+	}
+	return "run `bwrapkit doctor`"
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "(it printed nothing)"
+	}
+	return s
+}
+
+// lastLine is the last non-empty line of text.
+func lastLine(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// launch is everything observed about one bwrap process, for classify.
+type launch struct {
+	childPID     int  // from the status fd; 0 when never reported
+	exitCode     int  // from the status fd
+	exitReported bool // "exit-code" was seen
+	bwrapStatus  int  // bwrap's own exit status; -1 if killed by a signal
+	stderr       string
+	timedOut     bool // our --timeout fired after launch
+}
+
+// classify decides what a finished bwrap means. It is the one place that turns
+// bwrap's status stream into "the command ran" or "the sandbox was not built".
+func classify(l launch) (Result, Reason) {
+	switch {
+	case l.childPID == 0:
+		if l.bwrapStatus != 0 && strings.Contains(l.stderr, "bwrap:") {
+			return Result{}, ReasonSetupFailed
+		}
+		return Result{}, ReasonNoLaunchProof
+	case l.timedOut:
+		return Result{Started: true, ExitCode: 124, TimedOut: true}, ""
+	case l.exitReported:
+		return exited(l.exitCode), ""
+	}
+	// child-pid without exit-code: the child died before its command ran. bwrap's
+	// last word is either the exec failure or a setup step that failed in the child.
+	if line := execFailure(l.stderr); line != "" {
+		if strings.HasSuffix(line, "No such file or directory") {
+			return Result{Started: true, ExitCode: 127}, ""
+		}
+		return Result{Started: true, ExitCode: 126}, ""
+	}
+	if l.bwrapStatus == -1 {
+		return Result{}, ReasonNoLaunchProof
+	}
+	return Result{}, ReasonSetupFailed
+}
+
+func exited(code int) Result {
+	result := Result{Started: true, ExitCode: code}
+	if code > 128 && code <= 128+64 {
+		result.Signal = code - 128
+	}
+	return result
+}
+
+// execFailure finds bwrap's "bwrap: execvp CMD: ERROR" line.
+func execFailure(stderr string) string {
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "bwrap: execvp ") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}

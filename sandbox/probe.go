@@ -1,0 +1,113 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Features is what one bwrap binary can do, read from its own --help and --version.
+// Version order is not feature order (--bind-fd was backported to 0.6.3), so every
+// decision is made on the options the binary lists, never on its version.
+type Features struct {
+	// Version is the X.Y.Z from "bubblewrap X.Y.Z", or "" for a custom build string.
+	Version string
+	// Build is the raw --version output, trimmed; custom builds print anything.
+	Build string
+	// Options holds every long option --help lists, without the leading "--".
+	Options map[string]bool
+}
+
+// Has reports whether the binary lists the long option name (without "--").
+func (f Features) Has(name string) bool { return f.Options[name] }
+
+// Required are the options the runner cannot build its boundary without.
+var Required = []string{
+	"unshare-all", "unshare-user", "share-net", "die-with-parent", "new-session",
+	"cap-drop", "clearenv", "setenv", "ro-bind", "ro-bind-try", "bind", "symlink",
+	"proc", "dev", "tmpfs", "remount-ro", "chdir", "json-status-fd",
+}
+
+// Missing lists the required options the binary does not offer.
+func (f Features) Missing() []string {
+	var missing []string
+	for _, name := range Required {
+		if !f.Has(name) {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}
+
+var (
+	optionPattern  = regexp.MustCompile(`(?m)^\s+--([a-z0-9][a-z0-9-]*)`)
+	versionPattern = regexp.MustCompile(`^bubblewrap\s+v?(\d+\.\d+\.\d+)\s*$`)
+)
+
+// ParseFeatures reads the texts of `bwrap --help` and `bwrap --version`.
+func ParseFeatures(help, version string) Features {
+	features := Features{Build: strings.TrimSpace(version), Options: map[string]bool{}}
+	for _, match := range optionPattern.FindAllStringSubmatch(help, -1) {
+		features.Options[match[1]] = true
+	}
+	if match := versionPattern.FindStringSubmatch(features.Build); match != nil {
+		features.Version = match[1]
+	}
+	return features
+}
+
+// probeTimeout bounds each of --help and --version: an impostor that hangs must not
+// hang its caller.
+const probeTimeout = 5 * time.Second
+
+type probeKey struct {
+	path    string
+	size    int64
+	modTime time.Time
+}
+
+var probeCache sync.Map // probeKey -> Features
+
+// Probe runs `bwrap --help` and `bwrap --version` once per binary (keyed by path, size and
+// modification time, so a replaced binary is probed again) and parses what they print.
+func Probe(ctx context.Context, bwrapPath string) (Features, error) {
+	info, err := os.Stat(bwrapPath)
+	if err != nil {
+		return Features{}, err
+	}
+	key := probeKey{bwrapPath, info.Size(), info.ModTime()}
+	if cached, ok := probeCache.Load(key); ok {
+		return cached.(Features), nil
+	}
+	help, helpErr := probeOutput(ctx, bwrapPath, "--help")
+	version, versionErr := probeOutput(ctx, bwrapPath, "--version")
+	if helpErr != nil && help == "" {
+		return Features{}, fmt.Errorf("%s --help: %w", bwrapPath, helpErr)
+	}
+	if versionErr != nil && version == "" {
+		return Features{}, fmt.Errorf("%s --version: %w", bwrapPath, versionErr)
+	}
+	features := ParseFeatures(help, version)
+	probeCache.Store(key, features)
+	return features, nil
+}
+
+// probeOutput runs the binary with one argument and no stdin, returning stdout and
+// stderr together (old bwraps print --help to stderr).
+func probeOutput(ctx context.Context, bwrapPath, arg string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, bwrapPath, arg)
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	return out.String(), err
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Build bubblewrap 0.12.0 as a static, reproducible binary (recipe: /work/shared/REFERENCE.md,
+# "Static bwrap artifacts").
+#
+# Usage: build-static-bwrap.sh [--source FILE] [--out DIR]       (default DIR: ./dist)
+#
+#   --source FILE  local bubblewrap-0.12.0.tar.xz (or Debian's bubblewrap_0.12.0.orig.tar.xz);
+#                  default: download the upstream release tarball with curl.
+#   --out DIR      where DIR/bwrap and DIR/bwrap-0.12.0-linux-<arch>.tar.gz are written.
+#
+# The tarball's sha256 is checked before anything is unpacked. The build runs in a temp dir that
+# is removed on exit. Build dependencies are checked, never installed (the missing package names
+# are printed). On Debian 12 (gcc 12.2.0, glibc 2.36, libcap-dev 1:2.66) the binary is
+# sha256 253c70372599ac19851ffcc923acca01fe1bcf6b4b03fce789fd9fb3e2ff6270, 945328 bytes.
+# stdout: the binary's sha256, its size and a bwrapkit.manifest/v1 artifact entry; logs: stderr.
+set -euo pipefail
+exec </dev/null
+
+readonly VERSION="0.12.0"
+readonly SRC_URL="https://github.com/containers/bubblewrap/releases/download/v${VERSION}/bubblewrap-${VERSION}.tar.xz"
+readonly SRC_SHA256="9760d007363e3abba7c747489910f9f82d9fca53ba3bd3282e396fa3c97a3314"
+readonly RELEASE_BASE="https://github.com/bwrapkit/bwrapkit/releases/download/bwrap-${VERSION}"
+
+log() { printf 'build-static-bwrap: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+usage() { sed -n '5p' "$0" | sed 's/^# //' >&2; exit "${1:-2}"; }
+
+source_file=""
+out="./dist"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --source) [ $# -ge 2 ] || usage; source_file="$2"; shift 2 ;;
+    --source=*) source_file="${1#--source=}"; shift ;;
+    --out) [ $# -ge 2 ] || usage; out="$2"; shift 2 ;;
+    --out=*) out="${1#--out=}"; shift ;;
+    -h|--help) usage 0 ;;
+    *) log "unknown argument: $1"; usage ;;
+  esac
+done
+
+sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+# ---- build dependencies (checked, not installed) ----------------------------------------------
+missing=()
+need_cmd() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
+need_cmd meson meson
+need_cmd ninja ninja-build
+need_cmd gcc gcc
+need_cmd pkg-config pkg-config
+need_cmd strip binutils
+need_cmd readelf binutils
+need_cmd xz xz-utils
+need_cmd tar tar
+need_cmd gzip gzip
+need_cmd sha256sum coreutils
+[ -n "$source_file" ] || need_cmd curl curl
+if command -v gcc >/dev/null 2>&1; then
+  libc_a="$(gcc -print-file-name=libc.a)"
+  [ -f "$libc_a" ] || missing+=(libc6-dev)
+fi
+libcap_ok=0
+if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libcap 2>/dev/null; then
+  libdir="$(pkg-config --variable=libdir libcap)"
+  [ -f "$libdir/libcap.a" ] && libcap_ok=1
+fi
+[ "$libcap_ok" = 1 ] || missing+=(libcap-dev)
+if [ ${#missing[@]} -gt 0 ]; then
+  pkgs="$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')"
+  die "missing build dependencies; install them with: apt-get install -y --no-install-recommends ${pkgs% }"
+fi
+
+arch="$(dpkg --print-architecture 2>/dev/null || true)"
+if [ -z "$arch" ]; then
+  case "$(uname -m)" in
+    x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; *) arch="$(uname -m)" ;;
+  esac
+fi
+asset="bwrap-${VERSION}-linux-${arch}.tar.gz"
+
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/bwrap-build.XXXXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+
+# ---- source: fetch or copy, then verify BEFORE unpacking --------------------------------------
+tarball="$tmp/bubblewrap-${VERSION}.tar.xz"
+if [ -n "$source_file" ]; then
+  [ -f "$source_file" ] || die "--source $source_file: no such file"
+  cp -- "$source_file" "$tarball"
+else
+  log "downloading $SRC_URL"
+  curl -fsSL --proto '=https' --connect-timeout 20 --max-time 300 --retry 2 \
+    -o "$tarball" "$SRC_URL" || die "download failed: $SRC_URL (use --source FILE offline)"
+fi
+got="$(sha256_of "$tarball")"
+[ "$got" = "$SRC_SHA256" ] ||
+  die "source tarball sha256 mismatch: got $got, want $SRC_SHA256 (refusing to unpack)"
+log "source sha256 OK: $got"
+
+mkdir "$tmp/src"
+tar -xJf "$tarball" -C "$tmp/src"
+srcdir="$tmp/src/bubblewrap-${VERSION}"
+[ -f "$srcdir/meson.build" ] || die "unexpected tarball layout: no bubblewrap-${VERSION}/meson.build"
+
+# ---- build (exactly the REFERENCE recipe) -----------------------------------------------------
+cd "$srcdir"
+export LC_ALL=C TZ=UTC SOURCE_DATE_EPOCH=0
+export CFLAGS="-ffile-prefix-map=$PWD=. -O2"
+export LDFLAGS="-static -Wl,--build-id=none"
+unset CPPFLAGS CXXFLAGS LDLIBS GZIP 2>/dev/null || true
+log "meson setup (gcc $(gcc -dumpfullversion), meson $(meson --version))"
+meson setup build --prefer-static -Dselinux=disabled -Dman=disabled -Dbash_completion=disabled \
+  -Dzsh_completion=disabled -Dtests=false >&2
+ninja -C build >&2
+strip -o bwrap build/bwrap
+
+readelf -lW bwrap | grep -q 'INTERP' && die "built bwrap is not static (has a program interpreter)"
+ver="$(./bwrap --version 2>&1 || true)"
+[ "$ver" = "bubblewrap $VERSION" ] || die "built bwrap --version printed '$ver', want 'bubblewrap $VERSION'"
+
+# ---- outputs: DIR/bwrap and a deterministic tar.gz holding just bwrap ------------------------
+mkdir "$tmp/stage"
+install -m 0755 bwrap "$tmp/stage/bwrap"
+tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --format=gnu \
+  -C "$tmp/stage" -cf - bwrap | gzip -n -9 >"$tmp/$asset"
+
+install -m 0755 "$tmp/stage/bwrap" "$out/.bwrap.tmp.$$"
+mv -f "$out/.bwrap.tmp.$$" "$out/bwrap"
+install -m 0644 "$tmp/$asset" "$out/.$asset.tmp.$$"
+mv -f "$out/.$asset.tmp.$$" "$out/$asset"
+
+sha="$(sha256_of "$out/bwrap")"
+size="$(stat -c %s "$out/bwrap")"
+log "wrote $out/bwrap and $out/$asset"
+printf 'sha256 %s\n' "$sha"
+printf 'size %s\n' "$size"
+printf 'archive %s sha256 %s\n' "$asset" "$(sha256_of "$out/$asset")"
+printf '{"version":"%s","arch":"%s","sha256":"%s","size":%s,"sources":[{"url":"%s/%s","member":"bwrap"}]}\n' \
+  "$VERSION" "$arch" "$sha" "$size" "$RELEASE_BASE" "$asset"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Install what CI needs on a fresh Debian 12 (bookworm), as root. Idempotent.
+#
+# Usage: ci-deps.sh
+#
+#   bubblewrap                      Debian's bwrap 0.8.0 (/usr/bin/bwrap), the system bwrap under test
+#   meson ninja-build gcc libc6-dev  static bwrap build (build-static-bwrap.sh); libc6-dev: libc.a
+#   libcap-dev pkg-config binutils   libcap.a + libcap.pc; strip/readelf
+#   xz-utils curl ca-certificates    source tarball handling and downloads
+#   prometheus                       promtool (checks the doctor's --format prometheus output)
+#   iproute2 util-linux              ip; setpriv/unshare for the as-nobody and namespace tests
+#   hyperfine                        launch-time benchmarks
+#   git make                         repo root lookup, Makefile targets
+#   npm (only if no npm on PATH)     fetch-codex-bwrap.sh's `npm pack`. Not installed when npm is
+#                                    already there: NodeSource's nodejs package conflicts with
+#                                    Debian's npm (it ships its own).
+# Not installed here: the Go toolchain (go.mod wants a newer Go than Debian 12's golang-go 1.19;
+# CI provides it, e.g. with actions/setup-go).
+set -euo pipefail
+exec </dev/null
+
+log() { printf 'ci-deps: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+case "${1:-}" in
+  "") ;;
+  -h|--help) sed -n '2,4p' "$0" | sed 's/^# //' >&2; exit 0 ;;
+  *) die "unknown argument: $1 (usage: ci-deps.sh)" ;;
+esac
+
+[ "$(id -u)" = 0 ] || die "must run as root (apt-get install)"
+if [ -r /etc/os-release ]; then
+  # shellcheck source=/dev/null
+  . /etc/os-release
+  if [ "${ID:-}" != debian ] || [ "${VERSION_CODENAME:-}" != bookworm ]; then
+    log "warning: written for Debian 12 (bookworm), this is ${PRETTY_NAME:-unknown}"
+  fi
+fi
+
+pkgs=(
+  bubblewrap
+  meson ninja-build gcc libc6-dev libcap-dev pkg-config binutils
+  xz-utils curl ca-certificates
+  prometheus
+  iproute2 util-linux
+  hyperfine
+  git make
+)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+
+export DEBIAN_FRONTEND=noninteractive
+log "apt-get update"
+apt-get -q update
+log "apt-get install ${pkgs[*]}"
+apt-get -q install -y --no-install-recommends "${pkgs[@]}"
+
+for c in bwrap meson ninja gcc pkg-config strip xz curl promtool ip setpriv hyperfine git make npm; do
+  command -v "$c" >/dev/null 2>&1 || die "$c still missing after install"
+done
+log "ok: $(bwrap --version), meson $(meson --version), npm $(npm --version)"

@@ -43,11 +43,11 @@ type Query struct {
 
 // Candidate is one place a bwrap was looked for.
 type Candidate struct {
-	Path   string `json:"path"`
-	Real   string `json:"real,omitempty"` // symlinks resolved
-	Source Source `json:"source"`
-	Usable bool   `json:"usable"`
-	Reason string `json:"reason,omitempty"` // why it is not usable, or why it was skipped
+	Path   string      `json:"path"`
+	Real   string      `json:"real,omitempty"` // symlinks resolved
+	Source Source      `json:"source"`
+	Usable bool        `json:"usable"`
+	Reason string      `json:"reason,omitempty"` // why it is not usable, or why it was skipped
 	Mode   fs.FileMode `json:"-"`
 	UID    uint32      `json:"-"`
 }

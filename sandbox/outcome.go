@@ -25,14 +25,14 @@ type Result struct {
 type Reason string
 
 const (
-	ReasonNotFound      Reason = "not-found"      // no bwrap at all
-	ReasonNotExecutable Reason = "not-executable" // the path exists but cannot be run
-	ReasonUnsupported   Reason = "unsupported"    // --help lacks options the boundary needs
-	ReasonStartFailed   Reason = "start-failed"   // exec of bwrap itself failed
-	ReasonSetupFailed   Reason = "setup-failed"   // bwrap ran and reported an error building the sandbox
+	ReasonNotFound      Reason = "not-found"       // no bwrap at all
+	ReasonNotExecutable Reason = "not-executable"  // the path exists but cannot be run
+	ReasonUnsupported   Reason = "unsupported"     // --help lacks options the boundary needs
+	ReasonStartFailed   Reason = "start-failed"    // exec of bwrap itself failed
+	ReasonSetupFailed   Reason = "setup-failed"    // bwrap ran and reported an error building the sandbox
 	ReasonNoLaunchProof Reason = "no-launch-proof" // bwrap exited without ever reporting child-pid
-	ReasonLaunchTimeout Reason = "launch-timeout" // no child-pid within the bound
-	ReasonInvalidPolicy Reason = "invalid-policy" // the policy itself was refused
+	ReasonLaunchTimeout Reason = "launch-timeout"  // no child-pid within the bound
+	ReasonInvalidPolicy Reason = "invalid-policy"  // the policy itself was refused
 )
 
 // UnavailableError says the command did not run because the boundary was not built.

@@ -93,7 +93,7 @@ func NewPolicy(request Request, environ []string) (Policy, error) {
 		policy.Env = append(policy.Env, entry)
 	}
 	for _, name := range request.PassEnv {
-		if err := checkEnvEntry(name + "=x"); err != nil {
+		if !validEnvName(name) {
 			return Policy{}, &PolicyError{"--pass-env", name, "not a variable name"}
 		}
 		if value, ok := lookup(getenv, name); ok {
@@ -113,10 +113,14 @@ func checkEnvEntry(entry string) error {
 	if !found {
 		return &PolicyError{"--env", entry, "expected NAME=VALUE"}
 	}
-	if name == "" || strings.ContainsAny(name, "\x00 ") {
+	if !validEnvName(name) {
 		return &PolicyError{"--env", entry, "not a variable name"}
 	}
 	return nil
+}
+
+func validEnvName(name string) bool {
+	return name != "" && !strings.ContainsAny(name, "=\x00 ")
 }
 
 func resolveDir(field, path string) (string, error) {

@@ -1,0 +1,121 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// helperEnv marks the test binary re-executed inside the sandbox as the probe, so no
+// shell or interpreter is assumed there (the standard library's helper-process pattern).
+const helperEnv = "BWRAPKIT_SANDBOX_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		os.Exit(helperMain(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// helperMain performs one action inside the sandbox and prints what it observed.
+func helperMain(args []string) int {
+	switch args[0] {
+	case "exit":
+		code, _ := strconv.Atoi(args[1])
+		return code
+	case "kill-self":
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		time.Sleep(time.Minute)
+	case "write": // write PATH...: one line per path, "ok" or the error
+		for _, path := range args[1:] {
+			err := os.WriteFile(path, []byte("written inside"), 0o644)
+			fmt.Printf("%s: %s\n", path, errText(err))
+		}
+	case "read":
+		for _, path := range args[1:] {
+			_, err := os.ReadFile(path)
+			fmt.Printf("%s: %s\n", path, errText(err))
+		}
+	case "env":
+		for _, entry := range os.Environ() {
+			fmt.Println(entry)
+		}
+	case "connect":
+		conn, err := net.DialTimeout("tcp", args[1], 2*time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		fmt.Println(errText(err))
+	case "procs":
+		entries, _ := os.ReadDir("/proc")
+		for _, entry := range entries {
+			if _, err := strconv.Atoi(entry.Name()); err == nil {
+				fmt.Println(entry.Name())
+			}
+		}
+	case "status":
+		data, _ := os.ReadFile("/proc/self/status")
+		fmt.Print(string(data))
+	case "escape": // escape MARKER: a grandchild in a session of its own, then wait
+		grandchild := exec.Command(os.Args[0], "hold", args[1])
+		grandchild.Env = os.Environ()
+		grandchild.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := grandchild.Start(); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Println("escaped")
+		time.Sleep(time.Hour)
+	case "hold":
+		time.Sleep(time.Hour)
+	case "unshare-user":
+		fmt.Println(errText(syscall.Unshare(syscall.CLONE_NEWUSER)))
+	default:
+		fmt.Fprintf(os.Stderr, "unknown helper action %q\n", args[0])
+		return 2
+	}
+	return 0
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
+}
+
+// outputLines maps "key: value" lines to a map.
+func outputLines(out string) map[string]string {
+	lines := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		key, value, _ := strings.Cut(line, ": ")
+		lines[key] = value
+	}
+	return lines
+}
+
+// testExecutable is the test binary, bound read-only so it can run inside.
+func testExecutable(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
+}

@@ -1,0 +1,76 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestNewPolicyResolvesPaths(t *testing.T) {
+	root := t.TempDir()
+	real, _ := filepath.EvalSymlinks(root)
+	project := filepath.Join(real, "project")
+	os.MkdirAll(filepath.Join(project, "secrets"), 0o755)
+	os.MkdirAll(filepath.Join(real, "tools"), 0o755)
+	os.Symlink(project, filepath.Join(real, "link-to-project"))
+	os.Symlink(filepath.Join(real, "tools"), filepath.Join(project, "escape"))
+
+	policy, err := NewPolicy(Request{
+		Workdir:  filepath.Join(real, "link-to-project", "..", "link-to-project"),
+		ReadOnly: []string{filepath.Join(real, "tools")},
+		Protect:  []string{"secrets", "escape"},
+		Env:      []string{"A=1", "B=x=y"},
+		PassEnv:  []string{"TOKEN", "UNSET"},
+	}, []string{"TOKEN=t", "LANG=C.UTF-8", "LC_ALL=C", "SECRET=s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if policy.Workdir != project {
+		t.Errorf("workdir %s, want the resolved %s", policy.Workdir, project)
+	}
+	// A protected link out of the workdir points where the sandbox cannot see anyway.
+	if !slices.Equal(policy.Protect, []string{filepath.Join(project, "secrets")}) {
+		t.Errorf("protect %v", policy.Protect)
+	}
+	if !slices.Equal(policy.Env, []string{"A=1", "B=x=y", "TOKEN=t"}) {
+		t.Errorf("env %v", policy.Env)
+	}
+	if !slices.Equal(policy.Host.Env, []string{"LANG=C.UTF-8", "LC_ALL=C"}) {
+		t.Errorf("locale env %v", policy.Host.Env)
+	}
+}
+
+func TestNewPolicyRefuses(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	os.Symlink("/etc", filepath.Join(dir, "etc-link"))
+	cases := []struct {
+		name    string
+		request Request
+		field   string
+	}{
+		{"missing workdir", Request{Workdir: filepath.Join(dir, "nope")}, "--workdir"},
+		{"workdir is a file", Request{Workdir: file}, "--workdir"},
+		{"workdir is a link to /etc", Request{Workdir: filepath.Join(dir, "etc-link")}, "--workdir"},
+		{"workdir is /", Request{Workdir: "/"}, "--workdir"},
+		{"workdir is /usr/..", Request{Workdir: "/usr/.."}, "--workdir"},
+		{"missing read-only path", Request{Workdir: dir, ReadOnly: []string{filepath.Join(dir, "nope")}}, "--ro"},
+		{"absolute protect", Request{Workdir: dir, Protect: []string{"/etc"}}, "--protect"},
+		{"missing protect", Request{Workdir: dir, Protect: []string{"nope"}}, "--protect"},
+		{"env without =", Request{Workdir: dir, Env: []string{"NAME"}}, "--env"},
+		{"env empty name", Request{Workdir: dir, Env: []string{"=v"}}, "--env"},
+		{"pass-env bad name", Request{Workdir: dir, PassEnv: []string{"A=B"}}, "--pass-env"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewPolicy(c.request, nil)
+			var policyErr *PolicyError
+			if !errors.As(err, &policyErr) || policyErr.Field != c.field {
+				t.Fatalf("want a %s PolicyError, got %v", c.field, err)
+			}
+		})
+	}
+}

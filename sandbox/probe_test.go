@@ -1,0 +1,85 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+)
+
+// The fixtures are the real --help and --version outputs of three bwraps.
+func TestParseFeaturesOfRealBwraps(t *testing.T) {
+	cases := []struct {
+		fixture       string
+		version       string
+		build         string
+		disableUserns bool
+		overlay       bool
+	}{
+		{"debian-0.8.0", "0.8.0", "bubblewrap 0.8.0", true, false},
+		{"static-0.12.0", "0.12.0", "bubblewrap 0.12.0", true, true},
+		{"codex", "", "bubblewrap built for Codex", true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.fixture, func(t *testing.T) {
+			help := readFixture(t, c.fixture+".help")
+			version := readFixture(t, c.fixture+".version")
+			features := ParseFeatures(help, version)
+			if features.Version != c.version || features.Build != c.build {
+				t.Errorf("version %q build %q, want %q %q", features.Version, features.Build, c.version, c.build)
+			}
+			if missing := features.Missing(); len(missing) != 0 {
+				t.Errorf("a real bwrap lacks %v", missing)
+			}
+			if features.Has("disable-userns") != c.disableUserns || features.Has("overlay") != c.overlay {
+				t.Errorf("disable-userns %v overlay %v", features.Has("disable-userns"), features.Has("overlay"))
+			}
+			if !features.Has("argv0") && c.fixture != "debian-0.8.0" {
+				t.Errorf("--argv0 not parsed (digits in option names)")
+			}
+		})
+	}
+}
+
+func TestParseFeaturesOfImpostors(t *testing.T) {
+	for _, c := range []struct{ help, version string }{
+		{"", ""},
+		{"Usage: true [ignored command line arguments]\n  or:  true OPTION\n      --help     display this help and exit\n", "true (GNU coreutils) 9.1\n"},
+	} {
+		features := ParseFeatures(c.help, c.version)
+		if len(features.Missing()) < len(Required)-1 || features.Version != "" {
+			t.Errorf("an impostor passes: %+v", features)
+		}
+	}
+}
+
+func TestProbeCachesPerBinaryAndSeesReplacement(t *testing.T) {
+	system := livetest.SystemBwrap(t)
+	features, err := Probe(context.Background(), system)
+	if err != nil || len(features.Missing()) != 0 {
+		t.Fatalf("probe %s: %+v %v", system, features, err)
+	}
+	// A binary replaced in place (new size or mtime) is probed again.
+	path := filepath.Join(t.TempDir(), "bwrap")
+	data, _ := os.ReadFile(system)
+	os.WriteFile(path, data, 0o755)
+	if first, _ := Probe(context.Background(), path); len(first.Missing()) != 0 {
+		t.Fatalf("copy of the system bwrap: %v", first.Missing())
+	}
+	os.WriteFile(path, []byte("#!/bin/sh\necho nope\n"), 0o755)
+	if second, _ := Probe(context.Background(), path); !slices.Equal(second.Missing(), Required) {
+		t.Fatalf("the replaced binary was not probed again: %+v", second)
+	}
+}
+
+func readFixture(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "bwrap", "probe", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}

@@ -1,0 +1,124 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+)
+
+// Method is how bwrap gets installed.
+type Method string
+
+const (
+	// Auto tries Pinned, then Package when no pinned source could be reached. A source
+	// that delivered wrong bytes is not "unreachable": that failure is final.
+	Auto Method = "auto"
+	// Pinned installs the manifest's binary into the home.
+	Pinned Method = "pinned"
+	// Package asks the host's package manager for bubblewrap.
+	Package Method = "package"
+)
+
+// ParseMethod reads a --method value.
+func ParseMethod(name string) (Method, error) {
+	switch method := Method(name); method {
+	case Auto, Pinned, Package:
+		return method, nil
+	}
+	return "", fmt.Errorf("unknown method %q (want auto, pinned or package)", name)
+}
+
+// Defaults for Options fields left zero.
+const (
+	DefaultStallLimit  = 30 * time.Second
+	DefaultMaxDownload = 256 << 20
+)
+
+// Options is one install. The caller bounds the whole operation with its context.
+type Options struct {
+	Home     string   // bwrapkit's home: <Home>/bin/bwrap is the managed install
+	Artifact Artifact // this machine's pin (after any mirror); not used by Package
+	Method   Method
+	Force    bool // reinstall even when the pin is already active
+
+	// StallLimit aborts a download that delivers no bytes for this long.
+	StallLimit time.Duration
+	// MaxDownload bounds the bytes read from one source (the archive, not the member).
+	MaxDownload int64
+	Client      *http.Client
+
+	// Environ is the environment package managers run with, and its PATH is where they
+	// are looked for. Nil means this process's environment.
+	Environ []string
+	// Geteuid decides whether the package manager may run; nil means os.Geteuid.
+	Geteuid func() int
+	// PackageOutput receives the package manager's stdout and stderr; nil discards them.
+	PackageOutput io.Writer
+	Progress      Progress
+}
+
+func (o Options) withDefaults() Options {
+	if o.Method == "" {
+		o.Method = Auto
+	}
+	if o.StallLimit <= 0 {
+		o.StallLimit = DefaultStallLimit
+	}
+	if o.MaxDownload <= 0 {
+		o.MaxDownload = DefaultMaxDownload
+	}
+	if o.Client == nil {
+		o.Client = newHTTPClient()
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ()
+	}
+	if o.Geteuid == nil {
+		o.Geteuid = os.Geteuid
+	}
+	if o.PackageOutput == nil {
+		o.PackageOutput = io.Discard
+	}
+	if o.Progress == nil {
+		o.Progress = silent{}
+	}
+	return o
+}
+
+// Result is what an install left in place.
+type Result struct {
+	Method  Method `json:"method"`
+	Path    string `json:"path"` // the bwrap to use: <home>/bin/bwrap, or the package's
+	SHA256  string `json:"sha256"`
+	Version string `json:"version"`
+	Changed bool   `json:"changed"`
+}
+
+// Install installs bwrap by opts.Method. On any failure the previous state is untouched.
+func Install(ctx context.Context, opts Options) (Result, error) {
+	opts = opts.withDefaults()
+	switch opts.Method {
+	case Pinned:
+		return installPinned(ctx, opts)
+	case Package:
+		return installPackage(ctx, opts)
+	case Auto:
+		result, err := installPinned(ctx, opts)
+		var fetchErr *FetchError
+		if err == nil || !errors.As(err, &fetchErr) || !fetchErr.Unreachable() {
+			return result, err
+		}
+		opts.Progress.Note("no pinned source could be reached; trying the package manager")
+		result, packageErr := installPackage(ctx, opts)
+		if packageErr != nil {
+			return Result{}, fmt.Errorf("%w; then the package manager: %w", err, packageErr)
+		}
+		return result, nil
+	}
+	_, err := ParseMethod(string(opts.Method))
+	return Result{}, err
+}

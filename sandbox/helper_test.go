@@ -22,7 +22,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(helperMain(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	// Tests must not write into the user's real cache.
+	cacheDir, _ := os.MkdirTemp("", "bwrapkit-probe-cache-")
+	ProbeCacheFile = filepath.Join(cacheDir, "probe.json")
+	code := m.Run()
+	os.RemoveAll(cacheDir)
+	os.Exit(code)
 }
 
 // helperMain performs one action inside the sandbox and prints what it observed.

@@ -66,24 +66,23 @@ func ParseFeatures(help, version string) Features {
 // hang its caller.
 const probeTimeout = 5 * time.Second
 
-type probeKey struct {
-	path    string
-	size    int64
-	modTime time.Time
-}
+var probeMemo sync.Map // file identity -> Features, for this process
 
-var probeCache sync.Map // probeKey -> Features
-
-// Probe runs `bwrap --help` and `bwrap --version` once per binary (keyed by path, size and
-// modification time, so a replaced binary is probed again) and parses what they print.
+// Probe runs `bwrap --help` and `bwrap --version` once per binary (keyed by the file's
+// identity, so a replaced binary is probed again; see probecache.go) and parses what
+// they print.
 func Probe(ctx context.Context, bwrapPath string) (Features, error) {
 	info, err := os.Stat(bwrapPath)
 	if err != nil {
 		return Features{}, err
 	}
-	key := probeKey{bwrapPath, info.Size(), info.ModTime()}
-	if cached, ok := probeCache.Load(key); ok {
-		return cached.(Features), nil
+	identity := fileIdentity(bwrapPath, info)
+	if memo, ok := probeMemo.Load(identity); ok && identity != "" {
+		return memo.(Features), nil
+	}
+	if cached, ok := cachedFeatures(identity); ok {
+		probeMemo.Store(identity, cached)
+		return cached, nil
 	}
 	help, helpErr := probeOutput(ctx, bwrapPath, "--help")
 	version, versionErr := probeOutput(ctx, bwrapPath, "--version")
@@ -94,7 +93,8 @@ func Probe(ctx context.Context, bwrapPath string) (Features, error) {
 		return Features{}, fmt.Errorf("%s --version: %w", bwrapPath, versionErr)
 	}
 	features := ParseFeatures(help, version)
-	probeCache.Store(key, features)
+	probeMemo.Store(identity, features)
+	storeFeatures(identity, features)
 	return features, nil
 }
 

@@ -39,6 +39,11 @@ func addRunFlags(cmd *cobra.Command, opts *runOptions) {
 }
 
 func newRunCmd(s streams, global *globalOptions) *cobra.Command {
+	return newRunCmdWith(s, global, runRun)
+}
+
+// newRunCmdWith lets a test see the parsed options instead of running (as gh's runF).
+func newRunCmdWith(s streams, global *globalOptions, runF func(context.Context, *runOptions) error) *cobra.Command {
 	opts := &runOptions{streams: s, global: global}
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG...]",
@@ -54,7 +59,7 @@ be built (CMD did not run); 126 CMD cannot be executed; 127 CMD not found inside
   bwrapkit run --net --env CI=1 --report result.json -- npm ci`,
 		Args: commandArgs(&opts.command),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRun(cmd.Context(), opts)
+			return runF(cmd.Context(), opts)
 		},
 	}
 	addRunFlags(cmd, opts)

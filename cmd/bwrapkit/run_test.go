@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/bwrapkit/bwrapkit/sandbox"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+)
+
+func TestRunBadUsageExitsTwoAndRunsNothing(t *testing.T) {
+	workdir := t.TempDir()
+	marker := filepath.Join(workdir, "ran")
+	file := filepath.Join(workdir, "file")
+	os.WriteFile(file, nil, 0o644)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"run", "--nope", "--", "touch", marker}, "unknown flag"},
+		{"missing command", []string{"run", "--workdir", workdir}, "no command given"},
+		{"missing command after --", []string{"run", "--workdir", workdir, "--"}, "no command given"},
+		{"env without =", []string{"run", "--workdir", workdir, "--env", "NOVALUE", "--", "touch", marker}, "expected NAME=VALUE"},
+		{"workdir missing", []string{"run", "--workdir", filepath.Join(workdir, "nope"), "--", "touch", marker}, "does not exist"},
+		{"workdir is a file", []string{"run", "--workdir", file, "--", "touch", marker}, "is not a directory"},
+		{"workdir is a system root", []string{"run", "--workdir", "/etc", "--", "touch", marker}, "system directory /etc"},
+		{"workdir is /", []string{"run", "--workdir", "/", "--", "touch", marker}, "system directory /"},
+		{"bad timeout", []string{"run", "--timeout", "soon", "--", "touch", marker}, "invalid argument"},
+		{"argv missing command", []string{"argv"}, "no command given"},
+		{"locate extra argument", []string{"locate", "x"}, "unexpected argument"},
+		{"unknown command", []string{"frobnicate"}, "unknown command"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := invocation{args: c.args}.run(t)
+			if got.status != exitUsage {
+				t.Errorf("status %d, want 2; stderr %q", got.status, got.stderr)
+			}
+			if !strings.HasPrefix(got.stderr, "bwrapkit: ") || !strings.Contains(got.stderr, c.want) {
+				t.Errorf("stderr %q, want a bwrapkit: line naming %q", got.stderr, c.want)
+			}
+			if lines := strings.Count(strings.TrimSpace(got.stderr), "\n"); lines > 0 {
+				t.Errorf("want a one-line reason, got %q", got.stderr)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Errorf("the command ran")
+			}
+		})
+	}
+}
+
+func TestRunFlagsParse(t *testing.T) {
+	var got *runOptions
+	cmd := newRunCmdWith(streams{}, &globalOptions{}, func(_ context.Context, opts *runOptions) error { got = opts; return nil })
+	cmd.SetArgs([]string{"--workdir", "/w", "--ro", "/a", "--ro", "/b", "--protect", "p", "--net",
+		"--env", "A=1", "--pass-env", "B", "--timeout", "3s", "--report", "r.json", "cmd", "--flag", "--", "x"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := sandbox.Request{Workdir: "/w", ReadOnly: []string{"/a", "/b"}, Protect: []string{"p"}, Network: true, Env: []string{"A=1"}, PassEnv: []string{"B"}}
+	if !reflect.DeepEqual(got.request, want) || got.timeout != 3*time.Second || got.report != "r.json" {
+		t.Errorf("parsed %+v", got)
+	}
+	// Words after the command belong to it, flags and -- included.
+	if !slices.Equal(got.command, []string{"cmd", "--flag", "--", "x"}) {
+		t.Errorf("command %q", got.command)
+	}
+}
+
+func TestRunLive(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	workdir := livetest.TempDir(t)
+	report := filepath.Join(t.TempDir(), "report.json")
+	environ := []string{"PATH=/usr/bin:/bin", "HOME=/root", "SECRET_TOKEN=hunter2", "LANG=C.UTF-8", "BWRAPKIT_BWRAP=" + bwrap}
+
+	got := invocation{args: []string{"run", "--workdir", workdir, "--env", "VISIBLE=1", "--report", report, "--", "env"}, environ: environ}.run(t)
+	if got.status != 0 {
+		t.Fatalf("status %d: %s", got.status, got.stderr)
+	}
+	if strings.Contains(got.stdout, "SECRET_TOKEN") || !strings.Contains(got.stdout, "VISIBLE=1") || !strings.Contains(got.stdout, "HOME="+workdir) {
+		t.Errorf("environment inside:\n%s", got.stdout)
+	}
+	var doc map[string]any
+	data, _ := os.ReadFile(report)
+	if err := json.Unmarshal(data, &doc); err != nil || doc["schema"] != "bwrapkit.run/v1" || doc["started"] != true || doc["exit_code"] != 0.0 {
+		t.Errorf("report: %s %v", data, err)
+	}
+
+	if got := (invocation{args: []string{"run", "--workdir", workdir, "--", "false"}, environ: environ}).run(t); got.status != 1 {
+		t.Errorf("false: status %d, want its own 1", got.status)
+	}
+	if got := (invocation{args: []string{"run", "--workdir", workdir, "--", "no-such-command"}, environ: environ}).run(t); got.status != 127 {
+		t.Errorf("missing command: status %d, want 127", got.status)
+	}
+	got = invocation{args: []string{"run", "--workdir", workdir, "--timeout", "300ms", "--report", report, "--", "sleep", "30"}, environ: environ}.run(t)
+	if got.status != exitTimeout || !strings.Contains(got.stderr, "timed out") {
+		t.Errorf("timeout: status %d stderr %q", got.status, got.stderr)
+	}
+	data, _ = os.ReadFile(report)
+	if !strings.Contains(string(data), `"timed_out": true`) {
+		t.Errorf("report after timeout: %s", data)
+	}
+}
+
+func TestRunFailsClosedWith125(t *testing.T) {
+	livetest.SystemBwrap(t)
+	workdir := t.TempDir()
+	marker := filepath.Join(workdir, "ran")
+	notExecutable := filepath.Join(workdir, "bwrap")
+	os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644)
+	emptyHome := t.TempDir()
+	cases := []struct {
+		name    string
+		args    []string
+		environ []string
+		want    string
+	}{
+		{"true as bwrap", []string{"--bwrap", "/bin/true"}, nil, "does not behave like bwrap"},
+		{"false as bwrap", []string{"--bwrap", "/bin/false"}, nil, "does not behave like bwrap"},
+		{"missing explicit path", []string{"--bwrap", "/no/such/bwrap"}, nil, "bwrapkit install"},
+		{"not executable via env", nil, []string{"PATH=/usr/bin:/bin", "BWRAPKIT_BWRAP=" + notExecutable}, "not executable"},
+		{"no bwrap anywhere", []string{"--home", emptyHome}, []string{"PATH=" + t.TempDir()}, "bwrapkit install"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append(append([]string{"run"}, c.args...), "--workdir", workdir, "--", "/usr/bin/touch", marker)
+			got := invocation{args: args, environ: c.environ}.run(t)
+			if got.status != exitUnavailable {
+				t.Errorf("status %d, want 125; stderr %q", got.status, got.stderr)
+			}
+			if !strings.Contains(got.stderr, c.want) || !strings.Contains(got.stderr, "next: ") {
+				t.Errorf("stderr %q does not name %q and a next step", got.stderr, c.want)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Errorf("the command ran")
+			}
+		})
+	}
+}
+
+// TestE2ERunAsAProcess runs the built binary with a secret in its real environment.
+func TestE2ERunAsAProcess(t *testing.T) {
+	livetest.SystemBwrap(t)
+	workdir := livetest.TempDir(t)
+	cmd := exec.Command(builtBinary, "run", "--workdir", workdir, "--", "env")
+	cmd.Env = append(os.Environ(), "SECRET_TOKEN=hunter2")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if strings.Contains(string(out), "hunter2") {
+		t.Errorf("a host secret reached the sandbox:\n%s", out)
+	}
+	argvOut, err := exec.Command(builtBinary, "argv", "--workdir", workdir, "--", "true").Output()
+	var argv []string
+	if err != nil || json.Unmarshal(argvOut, &argv) != nil || !filepath.IsAbs(argv[0]) || argv[len(argv)-1] != "true" {
+		t.Fatalf("argv: %s %v", argvOut, err)
+	}
+	if slices.Contains(argv, "--json-status-fd") {
+		t.Errorf("argv must not carry the status fd: %q", argv)
+	}
+	// The printed argv is a working command line on its own.
+	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		t.Errorf("running the printed argv: %v %s", err, out)
+	}
+}
+
+func TestLocateCommand(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	got := invocation{args: []string{"locate", "--json"}, environ: []string{"PATH=:relative:" + filepath.Dir(bwrap)}}.run(t)
+	var doc struct {
+		Path       string `json:"path"`
+		Source     string `json:"source"`
+		Candidates []struct {
+			Path   string `json:"path"`
+			Reason string `json:"reason"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal([]byte(got.stdout), &doc); err != nil || got.status != 0 {
+		t.Fatalf("status %d %v: %s", got.status, err, got.stdout)
+	}
+	if doc.Source != "path" || doc.Path == "" || len(doc.Candidates) < 3 || !strings.Contains(doc.Candidates[0].Reason, "empty PATH entry") {
+		t.Errorf("locate --json: %+v", doc)
+	}
+	none := invocation{args: []string{"locate", "--home", t.TempDir()}, environ: []string{"PATH=" + t.TempDir()}}.run(t)
+	if none.status != exitFailure || !strings.Contains(none.stderr, "bwrapkit install") {
+		t.Errorf("no bwrap: status %d stderr %q", none.status, none.stderr)
+	}
+}

@@ -1,0 +1,69 @@
+// Command benchcmp times two commands side by side, interleaved round by round so
+// that machine noise falls on both alike, and prints their medians and the ratio.
+// Each command is a JSON array of strings, as `bwrapkit argv` prints one.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"time"
+)
+
+func main() {
+	rounds := flag.Int("rounds", 100, "timed runs of each command")
+	warmup := flag.Int("warmup", 5, "untimed runs of each command first")
+	nameA := flag.String("name-a", "a", "label of the first command")
+	nameB := flag.String("name-b", "b", "label of the second command (the unit)")
+	commandA := flag.String("a", "", "first command, a JSON array")
+	commandB := flag.String("b", "", "second command, a JSON array")
+	unit := flag.String("unit", "ratio", "what the ratio is called in the output")
+	flag.Parse()
+
+	a, b := parse(*commandA), parse(*commandB)
+	for range *warmup {
+		run(a)
+		run(b)
+	}
+	var timesA, timesB []time.Duration
+	for range *rounds {
+		timesA = append(timesA, run(a))
+		timesB = append(timesB, run(b))
+	}
+	medianA, medianB := median(timesA), median(timesB)
+	fmt.Printf("%-28s median %9.3f ms over %d runs\n", *nameA, ms(medianA), *rounds)
+	fmt.Printf("%-28s median %9.3f ms over %d runs\n", *nameB, ms(medianB), *rounds)
+	fmt.Printf("%-28s %.2f\n", *unit, float64(medianA)/float64(medianB))
+}
+
+func parse(text string) []string {
+	var argv []string
+	if err := json.Unmarshal([]byte(text), &argv); err != nil || len(argv) == 0 {
+		fmt.Fprintf(os.Stderr, "benchcmp: %q is not a JSON array of strings\n", text)
+		os.Exit(2)
+	}
+	return argv
+}
+
+// run times one execution; a failing command makes the comparison meaningless.
+func run(argv []string) time.Duration {
+	start := time.Now()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "benchcmp: %v: %v\n", argv, err)
+		os.Exit(1)
+	}
+	return time.Since(start)
+}
+
+func median(times []time.Duration) time.Duration {
+	sorted := slices.Clone(times)
+	slices.Sort(sorted)
+	return sorted[len(sorted)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -34,7 +34,7 @@ test: test-bwraps
 	$(GO) test -race -count=1 ./...
 
 # The same live tests through the unprivileged code paths of bwrap.
-test-unprivileged: test-bwraps
+test-unprivileged: test-bwraps build
 	@mkdir -p $(TESTBIN) $(SCRATCH)
 	@chmod 1777 $(SCRATCH)
 	@chmod 0755 $(CACHE) $(TESTBIN)
@@ -47,7 +47,7 @@ test-unprivileged: test-bwraps
 		name=$$(echo $$pkg | tr / -); \
 		echo "== $$pkg as nobody"; \
 		(cd $$pkg && $(NOBODY) env HOME=/tmp PATH=$$PATH \
-			BWRAPKIT_TEST_SCRATCH=$(CURDIR)/$(SCRATCH) \
+			BWRAPKIT_TEST_SCRATCH=$(CURDIR)/$(SCRATCH) BWRAPKIT_TEST_BINARY=$(CURDIR)/bwrapkit \
 			BWRAPKIT_TEST_REQUIRE_LIVE=$${BWRAPKIT_TEST_REQUIRE_LIVE:-} \
 			$(CURDIR)/$(TESTBIN)/$$name.test -test.count=1 $(if $(V),-test.v)); \
 	done

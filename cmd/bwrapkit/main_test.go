@@ -23,15 +23,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Chmod(dir, 0o755) // the unprivileged run executes it too
-	builtBinary = filepath.Join(dir, "bwrapkit")
-	build := exec.Command("go", "build", "-o", builtBinary, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		// Under `make test-unprivileged` there is no Go toolchain for nobody: the
-		// binary is built beside the test binary by the Makefile instead.
-		if prebuilt := os.Getenv("BWRAPKIT_TEST_BINARY"); prebuilt != "" {
-			builtBinary = prebuilt
-		} else {
+	builtBinary = os.Getenv("BWRAPKIT_TEST_BINARY")
+	if builtBinary == "" {
+		// `make test-unprivileged` passes a prebuilt binary: nobody has no Go toolchain.
+		builtBinary = filepath.Join(dir, "bwrapkit")
+		build := exec.Command("go", "build", "-o", builtBinary, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building bwrapkit: %v\n%s", err, out)
 			os.RemoveAll(dir)
 			os.Exit(1)

@@ -367,3 +367,27 @@ func TestLiveKernelRefusal(t *testing.T) {
 		t.Fatalf("inner test did not pass:\n%s", out)
 	}
 }
+
+func TestLiveCancelKillsTheSandbox(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	policy, err := NewPolicy(Request{Workdir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf("bwrapkit-cancel-%d", time.Now().UnixNano())
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	exe := testExecutable(t)
+	policy.ReadOnly = []string{exe}
+	policy.Env = []string{helperEnv + "=1"}
+	_, err = Run(ctx, policy, []string{exe, "escape", marker}, Options{Bwrap: bwrap})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if len(processesWith(marker)) == 0 {
+			return
+		}
+	}
+	t.Fatalf("processes survived the cancellation: %v", processesWith(marker))
+}

@@ -121,6 +121,7 @@ func start(ctx context.Context, argv []string, opts Options) (Result, error) {
 	var deadline <-chan time.Time
 	var waitErr error
 	var interrupted error
+	cancelled := ctx.Done()
 
 wait:
 	for {
@@ -140,7 +141,8 @@ wait:
 		case <-deadline:
 			observed.timedOut = true
 			kill(process, observed.childPID)
-		case <-ctx.Done():
+		case <-cancelled:
+			cancelled = nil // a closed channel would fire on every turn of the loop
 			interrupted = ctx.Err()
 			kill(process, observed.childPID)
 		case waitErr = <-exited:

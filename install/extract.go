@@ -29,7 +29,7 @@ func contentErrorf(format string, args ...any) error {
 
 // peekSize is how much of a stream is looked at to tell its format: enough for a tar
 // header with a PAX extension in front of it.
-const peekSize = 64 << 10
+const peekSize = 8 << 10
 
 // archiveFormat tells an archive's format from its first bytes, trying a fixed list in a
 // fixed order. archives.Identify is not used: it tries every registered format in map

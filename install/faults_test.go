@@ -409,3 +409,36 @@ func (r *recordedNotes) Transfer(string, int64) io.WriteCloser { return nopClose
 func (r *recordedNotes) contains(part string) bool {
 	return strings.Contains(strings.Join(r.lines, "\n"), part)
 }
+
+// TestFaultNotABwrap: bytes that match their pin but are not a usable bwrap are placed,
+// probed, and taken away again.
+func TestFaultNotABwrap(t *testing.T) {
+	t.Parallel()
+	bwrap := loadBwrap(t)
+	trueData, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip("no /bin/true to pin")
+	}
+	mislabelled := bwrap.variant()
+	mislabelled.version = "0.12.0"
+	for _, tc := range []struct {
+		name   string
+		binary realBinary
+		want   string
+	}{
+		{"impostor", realBinary{data: trueData, version: "0.12.0"}, "lacks options bwrapkit needs"},
+		{"not executable here", realBinary{data: []byte("#!/nonexistent/interpreter\n"), version: "0.12.0"}, "does not run on this host"},
+		{"version mislabelled", mislabelled, "reports version " + bwrap.version + ", the manifest says 0.12.0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			home, before := installedHome(t, bwrap)
+			artifact := tc.binary.artifact(Source{URL: writeFile(t, "bwrap", tc.binary.data)})
+			_, err := Install(context.Background(), testOptions(home, artifact))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("install: %v, want %q", err, tc.want)
+			}
+			assertUnchanged(t, home, before)
+		})
+	}
+}

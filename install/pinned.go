@@ -81,11 +81,14 @@ func installPinned(ctx context.Context, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	defer os.Remove(verified) // a no-op once it has been renamed into place
-	if err := checkRuns(ctx, verified, artifact); err != nil {
-		return Result{}, err
-	}
 	undo, err := placeVersion(opts.Home, artifact, verified)
 	if err != nil {
+		return Result{}, err
+	}
+	// Probed at its final path, so the probe cache entry is the one `run` will look up
+	// for the managed bwrap.
+	if err := checkRuns(ctx, versionPath(opts.Home, artifact), artifact); err != nil {
+		undo()
 		return Result{}, err
 	}
 	if err := activate(opts.Home, artifact); err != nil {

@@ -176,3 +176,29 @@ func TestInstallLockWaitIsBounded(t *testing.T) {
 		t.Errorf("lock wait took %s past its deadline", waited)
 	}
 }
+
+// TestInstallDefaultManifestFromMirror installs the embedded default pin, the real static
+// bwrap 0.12.0, through --mirror from the release archive scripts/ leaves in .cache/.
+func TestInstallDefaultManifestFromMirror(t *testing.T) {
+	t.Parallel()
+	mirror, err := filepath.Abs("../.cache/bwraps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(mirror, "bwrap-0.12.0-linux-amd64.tar.gz")); err != nil {
+		t.Skipf("the release archive is not built (scripts/build-static-bwrap.sh): %v", err)
+	}
+	artifact, err := Default().Artifact("amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if artifact, err = artifact.WithMirror(mirror); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(t.TempDir(), "home")
+	result := mustInstall(t, testOptions(home, artifact))
+	if result.Version != "0.12.0" || !result.Changed {
+		t.Errorf("result = %+v", result)
+	}
+	assertActive(t, home, artifact)
+}

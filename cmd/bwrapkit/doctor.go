@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bwrapkit/bwrapkit/doctor"
+	"github.com/bwrapkit/bwrapkit/internal/atomicfile"
+)
+
+// doctorFixer applies a report's automatable remedies (doctor --fix) and says whether
+// anything changed, so the checks are worth running again. Nil until --fix is implemented.
+type doctorFixer func(ctx context.Context, report doctor.Report, opts *doctorOptions) (changed bool, err error)
+
+type doctorOptions struct {
+	streams
+	global  *globalOptions
+	format  string
+	json    bool
+	output  string
+	fix     bool
+	verbose bool
+	checks  []string
+	// probe runs bwrapkit's self-test probe; default: this executable's hidden subcommand.
+	probe doctor.ProbeCommand
+	fixer doctorFixer
+}
+
+var doctorFormats = []string{"text", "json", "prometheus"}
+
+func init() { extraCommands = append(extraCommands, newDoctorCmd) }
+
+func newDoctorCmd(s streams, global *globalOptions) *cobra.Command {
+	opts := &doctorOptions{streams: s, global: global}
+	cmd := &cobra.Command{
+		Use:   "doctor [--json | --format text|json|prometheus] [--output FILE] [--check ID]... [-v]",
+		Short: "Say whether this host can sandbox, why not, and what to do",
+		Long: `Check this host and its bwrap, and prove the sandbox boundary with live self-tests
+(run through the same code path as "bwrapkit run"). Checks run concurrently and print in a
+fixed order; a check whose prerequisite failed is skipped with the reason. Never prompts.
+
+Checks: ` + strings.Join(doctor.IDs(), ", ") + `.
+
+Exit status: 0 healthy (every check ok, warn or skip); 1 a check failed; 2 bad usage.`,
+		Example: `  bwrapkit doctor
+  bwrapkit doctor -v --check launch
+  bwrapkit doctor --json | jq '.checks[] | select(.status != "ok")'
+  bwrapkit doctor --format prometheus --output /var/lib/node_exporter/textfile/bwrapkit.prom`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("json") && cmd.Flags().Changed("format") && opts.format != "json" {
+				return usagef("--json and --format %s contradict each other", opts.format)
+			}
+			if opts.json {
+				opts.format = "json"
+			}
+			return runDoctor(cmd.Context(), opts)
+		},
+	}
+	flags := cmd.Flags()
+	flags.StringVar(&opts.format, "format", "text", "output format: text, json or prometheus")
+	flags.BoolVar(&opts.json, "json", false, "same as --format json (schema bwrapkit.doctor/v1)")
+	flags.StringVar(&opts.output, "output", "", "write the report to `FILE` atomically instead of stdout")
+	flags.BoolVar(&opts.fix, "fix", false, "apply the remedies that can be automated, then check again")
+	flags.BoolVarP(&opts.verbose, "verbose", "v", false, "show each check's detail (text format)")
+	flags.StringArrayVar(&opts.checks, "check", nil, "run only check `ID` and what it needs (repeatable)")
+	return cmd
+}
+
+func runDoctor(ctx context.Context, opts *doctorOptions) error {
+	if !slices.Contains(doctorFormats, opts.format) {
+		return usagef("unknown --format %q (want text, json or prometheus)", opts.format)
+	}
+	for _, id := range opts.checks {
+		if !slices.Contains(doctor.IDs(), id) {
+			return usageError{&doctor.UnknownCheckError{ID: id}}
+		}
+	}
+	if opts.fix && opts.fixer == nil {
+		return usagef("--fix is not available yet")
+	}
+	probe, err := opts.probeCommand()
+	if err != nil {
+		return err
+	}
+	cfg := doctor.Config{
+		Query:       opts.global.query(opts.streams),
+		Getenv:      opts.Getenv,
+		Environ:     opts.Environ(),
+		Probe:       probe,
+		Checks:      opts.checks,
+		ToolVersion: version,
+	}
+	report, err := doctor.Run(ctx, cfg)
+	if err != nil {
+		return usageError{err}
+	}
+	if opts.fix {
+		changed, err := opts.fixer(ctx, report, opts)
+		if err != nil {
+			return failureError{fmt.Errorf("--fix: %w", err)}
+		}
+		if changed {
+			if report, err = doctor.Run(ctx, cfg); err != nil {
+				return usageError{err}
+			}
+		}
+	}
+	if err := opts.write(report); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return exitError{interruptedStatus(ctx)}
+	}
+	if !report.Healthy() {
+		return exitError{exitFailure}
+	}
+	return nil
+}
+
+// probeCommand is this executable's hidden probe subcommand, at its resolved path: the
+// sandbox binds it read-only at that path.
+func (opts *doctorOptions) probeCommand() (doctor.ProbeCommand, error) {
+	if len(opts.probe.Command) > 0 {
+		return opts.probe, nil
+	}
+	executable, err := os.Executable()
+	if err == nil {
+		executable, err = filepath.EvalSymlinks(executable)
+	}
+	if err != nil {
+		return doctor.ProbeCommand{}, failureError{fmt.Errorf("cannot find bwrapkit's own executable for the self-tests: %w", err)}
+	}
+	return doctor.ProbeCommand{Command: []string{executable, probeCommandName}}, nil
+}
+
+// write renders the report to stdout, or atomically to --output.
+func (opts *doctorOptions) write(report doctor.Report) error {
+	var out bytes.Buffer
+	var err error
+	switch opts.format {
+	case "json":
+		err = doctor.RenderJSON(&out, report)
+	case "prometheus":
+		err = doctor.RenderPrometheus(&out, report)
+	default:
+		color := opts.output == "" && opts.OutIsTerminal && opts.Getenv("NO_COLOR") == ""
+		err = doctor.RenderText(&out, report, doctor.TextOptions{Color: color, Verbose: opts.verbose})
+	}
+	if err != nil {
+		return err
+	}
+	if opts.output == "" {
+		_, err = opts.Out.Write(out.Bytes())
+		return err
+	}
+	if err := atomicfile.Write(opts.output, out.Bytes(), 0o644); err != nil {
+		return failureError{fmt.Errorf("--output %s: %w", opts.output, errors.Unwrap(err))}
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package doctor
+
+import (
+	"io/fs"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/bwrapkit/bwrapkit/locate"
+)
+
+// Config is everything a doctor run depends on; the zero value of each field means the
+// real host (see withDefaults).
+type Config struct {
+	Query  locate.Query      // which bwrap (see locate.Find)
+	FS     locate.FileSystem // default locate.OS{}
+	Root   fs.FS             // the host's "/", for platform facts; default os.DirFS("/")
+	Getenv func(string) string
+	// Environ is the caller's environment, as the sandbox's policy is built from it. The
+	// doctor adds a canary secret to it that must not reach the sandbox.
+	Environ      []string
+	GOOS, GOARCH string
+	// Probe is how to run the self-test probe inside the sandbox.
+	Probe ProbeCommand
+	// Checks limits the run to these ids and what they need; empty runs every check.
+	Checks []string
+	// TempDir is where the self-tests' workdir and home are made; default os.TempDir().
+	TempDir     string
+	ToolVersion string
+	// Parallel bounds how many checks run at once; default 2*GOMAXPROCS, at least 4.
+	Parallel int
+	Now      func() time.Time
+}
+
+// ProbeCommand is the argv prefix that runs the probe (RunProbe) as a program: bwrapkit's
+// hidden subcommand, or a test binary that dispatches on an environment variable. The
+// doctor appends the probe's name and arguments. Command[0] must be an absolute path; it
+// is bound read-only into the sandbox at that path.
+type ProbeCommand struct {
+	Command []string
+	Env     []string // NAME=VALUE set inside the sandbox (and for the userns probe)
+}
+
+func (c Config) withDefaults() Config {
+	if c.FS == nil {
+		c.FS = locate.OS{}
+	}
+	if c.Root == nil {
+		c.Root = os.DirFS("/")
+	}
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+	if c.Environ == nil {
+		c.Environ = os.Environ()
+	}
+	if c.GOOS == "" {
+		c.GOOS, c.GOARCH = runtime.GOOS, runtime.GOARCH
+	}
+	if c.TempDir == "" {
+		c.TempDir = os.TempDir()
+	}
+	if c.Parallel <= 0 {
+		c.Parallel = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}

@@ -1,0 +1,64 @@
+package doctor
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+)
+
+// fixture is the self-tests' scene on the host: a workdir with a .git, a sibling directory
+// next to it, and a stand-in for the caller's home holding a secret. Everything is named
+// with a random token, so concurrent doctors never see each other's files.
+type fixture struct {
+	base      string // the workdir's parent
+	workdir   string
+	sibling   string
+	home      string
+	secret    string // a file in home only the caller can read
+	gitConfig string
+	token     string
+}
+
+const gitConfigContent = "[core]\n\trepositoryformatversion = 0\n"
+
+func newFixture(tempDir string) (*fixture, error) {
+	base, err := os.MkdirTemp(tempDir, "bwrapkit-doctor-")
+	if err != nil {
+		return nil, err
+	}
+	// The sandbox binds real paths; the host side must look at the same ones.
+	if base, err = filepath.EvalSymlinks(base); err != nil {
+		return nil, err
+	}
+	f := &fixture{
+		base:    base,
+		workdir: filepath.Join(base, "work"),
+		sibling: filepath.Join(base, "sibling"),
+		home:    filepath.Join(base, "home"),
+		token:   newToken(),
+	}
+	f.secret = filepath.Join(f.home, "secret")
+	f.gitConfig = filepath.Join(f.workdir, ".git", "config")
+	for _, dir := range []string{f.workdir, filepath.Join(f.workdir, ".git"), f.sibling, f.home} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			f.remove()
+			return nil, err
+		}
+	}
+	for path, content := range map[string]string{f.secret: "canary " + f.token + "\n", f.gitConfig: gitConfigContent} {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			f.remove()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func (f *fixture) remove() { os.RemoveAll(f.base) }
+
+func newToken() string {
+	buf := make([]byte, 8)
+	_, _ = rand.Read(buf)
+	return hex.EncodeToString(buf)
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,6 +219,10 @@ func blame(ctx, sourceCtx context.Context, source Source, stream *download, err 
 		return err
 	}
 	var content *ContentError
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err // the URL is already in the message once
+	}
 	return &SourceError{URL: source.URL, Unreachable: !errors.As(err, &content), Err: err}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -19,12 +20,17 @@ import (
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
-// staticBwrap is the reproducible static build scripts/build-static-bwrap.sh leaves in
-// the module's cache; the benchmarks prefer it, as it is what users download.
-const staticBwrap = "../.cache/bwraps/bwrap-0.12.0"
+// cachedBwraps is where scripts/build-static-bwrap.sh leaves the reproducible static
+// build and its release archive: the module's .cache, found from this source file so a
+// test binary run elsewhere (as nobody, from /tmp) finds it too.
+func cachedBwraps() string {
+	_, source, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(source), "..", ".cache", "bwraps")
+}
 
+// benchBinary prefers the static build: it is what users download.
 func benchBinary(b *testing.B) (realBinary, string) {
-	for _, name := range []string{staticBwrap, systemBwrap} {
+	for _, name := range []string{filepath.Join(cachedBwraps(), "bwrap-0.12.0"), systemBwrap} {
 		data, err := os.ReadFile(name)
 		if err != nil {
 			continue

@@ -271,7 +271,8 @@ func TestFaultMemberTooLarge(t *testing.T) {
 	for previous := int64(-1); written.Load() != previous && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		previous = written.Load()
 	}
-	if got := written.Load(); got > 48<<20 {
+	t.Logf("the server got %d bytes out before the hang-up; the pin is %d", written.Load(), len(bwrap.data))
+	if got := written.Load(); got > 16<<20 {
 		t.Errorf("the server wrote %d bytes before the install hung up; the pin is %d", got, len(bwrap.data))
 	}
 }

@@ -181,10 +181,7 @@ func TestInstallLockWaitIsBounded(t *testing.T) {
 // bwrap 0.12.0, through --mirror from the release archive scripts/ leaves in .cache/.
 func TestInstallDefaultManifestFromMirror(t *testing.T) {
 	t.Parallel()
-	mirror, err := filepath.Abs("../.cache/bwraps")
-	if err != nil {
-		t.Fatal(err)
-	}
+	mirror := cachedBwraps()
 	if _, err := os.Stat(filepath.Join(mirror, "bwrap-0.12.0-linux-amd64.tar.gz")); err != nil {
 		t.Skipf("the release archive is not built (scripts/build-static-bwrap.sh): %v", err)
 	}

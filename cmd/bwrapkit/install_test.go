@@ -48,7 +48,7 @@ func (r installRun) run(t *testing.T) outcome {
 	})
 	// As the root command does: errors are printed once, by exitStatus.
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	cmd.SetArgs(r.args)
+	cmd.SetArgs(append([]string{}, r.args...)) // never nil: cobra would read os.Args
 	cmd.SetOut(&stdout)
 	cmd.SetErr(&stderr)
 	err := cmd.ExecuteContext(context.Background())
@@ -103,7 +103,7 @@ func TestInstallFlagsParse(t *testing.T) {
 	}
 
 	cmd = newInstallCmdWith(streams{}, &globalOptions{}, func(_ context.Context, opts *installOptions) error { got = opts; return nil })
-	cmd.SetArgs(nil)
+	cmd.SetArgs([]string{}) // not nil: cobra would read os.Args
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}

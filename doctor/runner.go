@@ -32,6 +32,8 @@ func runAll(ctx context.Context, specs []Spec, parallel int) []Check {
 		parallel = 1
 	}
 	results := make([]Check, len(specs))
+	// failedRoot[i] names the failed check that made check i skip, through any chain of skips.
+	failedRoot := make([]string, len(specs))
 	done := make(map[string]chan struct{}, len(specs))
 	index := make(map[string]int, len(specs))
 	for i, spec := range specs {
@@ -43,8 +45,9 @@ func runAll(ctx context.Context, specs []Spec, parallel int) []Check {
 		go func() {
 			// Closing done publishes results[i] to the checks that wait on it.
 			defer close(done[spec.ID])
-			if reason := unmetNeed(spec, done, index, results); reason != "" {
+			if reason, root := unmetNeed(spec, done, index, results, failedRoot); reason != "" {
 				results[i] = Check{ID: spec.ID, Status: StatusSkip, Summary: reason}
+				failedRoot[i] = root
 				return
 			}
 			slots <- struct{}{}
@@ -58,22 +61,25 @@ func runAll(ctx context.Context, specs []Spec, parallel int) []Check {
 	return results
 }
 
-// unmetNeed waits for spec's needs and names the first that did not pass.
-func unmetNeed(spec Spec, done map[string]chan struct{}, index map[string]int, results []Check) string {
+// unmetNeed waits for spec's needs and names the first that did not pass, and the failed
+// check at the root of it, so a skip says what to fix rather than only what was skipped.
+func unmetNeed(spec Spec, done map[string]chan struct{}, index map[string]int, results []Check, failedRoot []string) (reason, root string) {
 	for _, need := range spec.Needs {
 		finished, ok := done[need]
 		if !ok {
-			return fmt.Sprintf("needs %s, which was not run", need)
+			return fmt.Sprintf("needs %s, which was not run", need), ""
 		}
 		<-finished
-		switch results[index[need]].Status {
-		case StatusFail:
-			return fmt.Sprintf("needs %s, which failed", need)
-		case StatusSkip:
-			return fmt.Sprintf("needs %s, which was skipped", need)
+		switch i := index[need]; {
+		case results[i].Status == StatusFail:
+			return fmt.Sprintf("needs %s, which failed", need), need
+		case results[i].Status == StatusSkip && failedRoot[i] != "":
+			return fmt.Sprintf("needs %s, which was skipped because %s failed", need, failedRoot[i]), failedRoot[i]
+		case results[i].Status == StatusSkip:
+			return fmt.Sprintf("needs %s, which was skipped", need), ""
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // runOne runs one check within its bound. The check's function gets a context that expires

@@ -66,24 +66,43 @@ func workdirWriteVerdict(op fileOp, hostContent string, hostErr error) Check {
 	return pass("a file written in the workdir appeared on the host", op.Path)
 }
 
-// outsideWriteVerdict: whatever the probe's writes outside the workdir did inside, nothing
-// changed on the host. A write that "succeeded" landed in the sandbox's private tmpfs.
+// privateTmpfs are the sandbox's own tmpfs mounts: a write there succeeds and vanishes with
+// the sandbox. Anywhere else outside the workdir the root is read-only, so a write must fail.
+var privateTmpfs = []string{"/tmp", "/var/tmp", "/run"}
+
+// outsideWriteVerdict: nothing changed on the host, and every write outside the workdir and
+// the private tmpfs mounts was refused (the contract's read-only root, not a throwaway one).
 func outsideWriteVerdict(ops []fileOp, hostChanges []string) Check {
-	var detail []string
+	var detail, landed []string
 	for _, op := range ops {
 		outcome := "refused: " + op.Error
 		if op.Error == "" {
 			outcome = "landed in the sandbox's private tmpfs"
+			if !underAny(op.Path, privateTmpfs) {
+				outcome = "succeeded"
+				landed = append(landed, op.Path)
+			}
 		}
 		detail = append(detail, fmt.Sprintf("%s %s: %s", op.Op, op.Path, outcome))
 	}
-	if len(hostChanges) > 0 {
+	switch {
+	case len(hostChanges) > 0:
 		return breach("writes outside the workdir reached the host: "+strings.Join(hostChanges, ", "), strings.Join(detail, "\n"))
-	}
-	if len(ops) == 0 {
+	case len(landed) > 0:
+		return breach("writes outside the workdir succeeded inside (the root is not read-only): "+strings.Join(landed, ", "), strings.Join(detail, "\n"))
+	case len(ops) == 0:
 		return Check{Status: StatusFail, Summary: "the probe reported no writes"}
 	}
 	return pass(fmt.Sprintf("%d writes outside the workdir (its parent, a sibling, /etc, /) left the host unchanged", len(ops)), strings.Join(detail, "\n"))
+}
+
+func underAny(path string, dirs []string) bool {
+	for _, dir := range dirs {
+		if path == dir || strings.HasPrefix(path, dir+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // gitReadonlyVerdict: .git/config could be neither changed nor removed, and the host copy

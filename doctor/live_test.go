@@ -1,0 +1,186 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bwrapkit/bwrapkit/locate"
+)
+
+// Live tests: the real bwrap, the real kernel, never mocked.
+
+func TestDoctorHealthy(t *testing.T) {
+	system := systemBwrap(t)
+	for _, bwrap := range []struct{ name, path string }{
+		{"system", system},
+		{"static-0.12.0", ""},
+		{"codex", ""},
+	} {
+		t.Run(bwrap.name, func(t *testing.T) {
+			t.Parallel()
+			path := bwrap.path
+			if path == "" {
+				path = cachedBwrap(t, map[string]string{"static-0.12.0": "bwrap-0.12.0", "codex": "bwrap-codex"}[bwrap.name])
+			}
+			cfg := liveConfig(t, path)
+			report, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(report.Checks) != len(IDs()) {
+				t.Fatalf("got %d checks, want %d", len(report.Checks), len(IDs()))
+			}
+			for _, check := range report.Checks {
+				// An old or custom version warns by design; everything else must pass.
+				allowed := check.Status == StatusOK || check.ID == "bwrap.version" && check.Status == StatusWarn
+				if !allowed {
+					t.Errorf("%s: %s: %s\n%s", check.ID, check.Status, check.Summary, check.Detail)
+				}
+			}
+			if !report.Healthy() || report.Bwrap.Path != path {
+				t.Errorf("report: status %s, bwrap %+v", report.Status, report.Bwrap)
+			}
+			leftovers, _ := filepath.Glob(filepath.Join(cfg.TempDir, "bwrapkit-doctor-*"))
+			if len(leftovers) > 0 {
+				t.Errorf("the self-tests left %v behind", leftovers)
+			}
+		})
+	}
+}
+
+func TestDoctorReportsBwrapIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		file, version, build string
+		static               bool
+	}{
+		{"bwrap-0.12.0", "0.12.0", "bubblewrap 0.12.0", true},
+		{"bwrap-codex", "", "bubblewrap built for Codex", true},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			path := cachedBwrap(t, tc.file)
+			cfg := liveConfig(t, path)
+			cfg.Checks = []string{"bwrap.permissions", "bwrap.version"}
+			report, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := BwrapInfo{Path: path, Source: "flag", Version: tc.version, Build: tc.build, Static: tc.static}
+			if report.Bwrap != want {
+				t.Errorf("bwrap = %+v, want %+v", report.Bwrap, want)
+			}
+		})
+	}
+}
+
+// TestDoctorRefusedInsideSandbox runs a whole doctor (this test binary as helper) inside an
+// outer bwrap that disables user namespaces: the real refusal, as REFERENCE.md prescribes.
+func TestDoctorRefusedInsideSandbox(t *testing.T) {
+	outer := systemBwrap(t)
+	executable, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(outer, "--unshare-user", "--disable-userns", "--ro-bind", "/", "/",
+		"--proc", "/proc", "--dev", "/dev", "--bind", dir, dir, "--", executable)
+	cmd.Env = []string{helperVar + "=doctor", "PATH=" + os.Getenv("PATH"), "TMPDIR=" + dir, "BWRAPKIT_HOME=" + dir}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+		t.Fatalf("doctor inside the sandbox: %v (want exit 1)\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	var doc struct {
+		Status string
+		Checks []struct{ ID, Status, Summary, Remedy string }
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	named := false
+	for _, check := range doc.Checks {
+		if check.Status == "fail" && strings.Contains(check.Summary, "user namespace") && check.Remedy != "" {
+			named = true
+		}
+		if check.ID == "launch" && check.Status != "fail" {
+			t.Errorf("launch: %s, want fail", check.Status)
+		}
+		if strings.HasPrefix(check.ID, "selftest.") && check.Status != "skip" {
+			t.Errorf("%s: %s, want skip", check.ID, check.Status)
+		}
+	}
+	if doc.Status != "fail" || !named {
+		t.Errorf("no failing check names user namespaces with a remedy:\n%s", stdout.String())
+	}
+}
+
+func TestDoctorWithoutBwrap(t *testing.T) {
+	systemBwrap(t)
+	cfg := liveConfig(t, "")
+	cfg.Query = locate.Query{PATH: t.TempDir(), Home: t.TempDir()}
+	report, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := checkByID(t, report, "bwrap.found")
+	if report.Healthy() || found.Status != StatusFail || !strings.Contains(found.Remedy, "bwrapkit install") {
+		t.Fatalf("want a failing bwrap.found naming `bwrapkit install`:\n%s", dump(report))
+	}
+	if found.Fix == nil || found.Fix.Kind != FixInstall {
+		t.Errorf("fix = %+v, want install", found.Fix)
+	}
+	if launch := checkByID(t, report, "launch"); launch.Status != StatusSkip || !strings.Contains(launch.Summary, "bwrap.found failed") {
+		t.Errorf("launch: %s %q", launch.Status, launch.Summary)
+	}
+}
+
+func TestDoctorImpostorBwrap(t *testing.T) {
+	systemBwrap(t)
+	for _, impostor := range []string{"/bin/true", "/bin/false"} {
+		t.Run(impostor, func(t *testing.T) {
+			report, err := Run(context.Background(), liveConfig(t, impostor))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if report.Healthy() {
+				t.Fatalf("healthy with %s as bwrap:\n%s", impostor, dump(report))
+			}
+			failing := false
+			for _, check := range report.Checks {
+				if check.Status == StatusFail && strings.Contains(check.Remedy, "bwrapkit install") {
+					failing = true
+				}
+			}
+			if !failing {
+				t.Errorf("no failing check names `bwrapkit install`:\n%s", dump(report))
+			}
+		})
+	}
+}
+
+func TestDoctorCheckSelection(t *testing.T) {
+	cfg := liveConfig(t, systemBwrap(t))
+	cfg.Checks = []string{"selftest.env-clear"}
+	report, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, check := range report.Checks {
+		got = append(got, check.ID)
+	}
+	want := "platform bwrap.found bwrap.version bwrap.features launch selftest.env-clear"
+	if strings.Join(got, " ") != want {
+		t.Errorf("ran %v, want %s", got, want)
+	}
+	cfg.Checks = []string{"selftest.nope"}
+	if _, err := Run(context.Background(), cfg); err == nil {
+		t.Error("an unknown check id was accepted")
+	}
+}

@@ -1,0 +1,127 @@
+package doctor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+	"github.com/bwrapkit/bwrapkit/locate"
+)
+
+// helperVar makes the test binary a helper process (the standard library's
+// GO_WANT_HELPER_PROCESS pattern): "probe" runs the self-test probe inside the sandbox,
+// "doctor" runs a whole doctor and prints its JSON report (for the nested-refusal test).
+const helperVar = "BWRAPKIT_DOCTOR_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(helperVar) {
+	case "probe":
+		os.Exit(RunProbe(os.Args[1:], os.Stdout, os.Stderr))
+	case "doctor":
+		os.Exit(helperDoctor())
+	}
+	os.Exit(m.Run())
+}
+
+func helperDoctor() int {
+	probe, err := selfProbe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	report, err := Run(context.Background(), Config{
+		Query: locate.Query{PATH: os.Getenv("PATH"), Home: os.Getenv("BWRAPKIT_HOME")},
+		Probe: probe,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	if err := RenderJSON(os.Stdout, report); err != nil {
+		return 3
+	}
+	if !report.Healthy() {
+		return 1
+	}
+	return 0
+}
+
+// selfProbe is this test binary as the probe.
+func selfProbe() (ProbeCommand, error) {
+	executable, err := os.Executable()
+	if err == nil {
+		executable, err = filepath.EvalSymlinks(executable)
+	}
+	return ProbeCommand{Command: []string{executable}, Env: []string{helperVar + "=probe"}}, err
+}
+
+// skipLive skips, or fails when BWRAPKIT_TEST_REQUIRE_LIVE=1 (CI).
+func skipLive(t testing.TB, reason string) {
+	t.Helper()
+	livetest.Skip(t, reason)
+}
+
+// systemBwrap is the bwrap on PATH, on a host where user namespaces work; the test skips
+// only when either is truly absent.
+func systemBwrap(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
+		skipLive(t, "no bwrap on PATH (apt-get install bubblewrap)")
+	}
+	probe, err := selfProbe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errno := tryUserNamespace(probe); errno != 0 {
+		skipLive(t, "this host gives no user namespaces: "+errno.Error())
+	}
+	return path
+}
+
+// cachedBwrap is one of the static bwraps scripts/get-test-bwraps.sh puts in .cache/bwraps.
+func cachedBwrap(t testing.TB, name string) string {
+	t.Helper()
+	// The source's own location, so a test binary run from elsewhere (as nobody, from /tmp)
+	// still finds the repository's cache.
+	_, source, _, _ := runtime.Caller(0)
+	path := filepath.Join(filepath.Dir(source), "..", ".cache", "bwraps", name)
+	if _, err := os.Stat(path); err != nil {
+		skipLive(t, path+" is missing: run scripts/get-test-bwraps.sh")
+	}
+	return path
+}
+
+// liveConfig runs the doctor on bwrap with this test binary as the probe.
+func liveConfig(t testing.TB, bwrap string) Config {
+	t.Helper()
+	probe, err := selfProbe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Outside /tmp, where the workdir's parent is on the sandbox's read-only root: writes
+	// there must fail, not merely vanish with a private tmpfs.
+	return Config{Query: locate.Query{Flag: bwrap}, Probe: probe, TempDir: livetest.TempDir(t), ToolVersion: "test"}
+}
+
+func checkByID(t testing.TB, report Report, id string) Check {
+	t.Helper()
+	for _, check := range report.Checks {
+		if check.ID == id {
+			return check
+		}
+	}
+	t.Fatalf("no check %s in the report", id)
+	return Check{}
+}
+
+func dump(report Report) string {
+	data, _ := json.MarshalIndent(report.Checks, "", "  ")
+	return string(data)
+}

@@ -1,0 +1,158 @@
+package doctor
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/bwrapkit/bwrapkit/sandbox"
+)
+
+// Each self-test's decision, over observations as the probe and the host report them.
+
+func TestLaunchProofVerdict(t *testing.T) {
+	host := map[string]string{"user": "user:[1]", "pid": "pid:[2]", "mnt": "mnt:[3]", "net": "net:[4]"}
+	inside := launchObservation{PID: 2, Namespaces: map[string]string{"user": "user:[9]", "pid": "pid:[8]", "mnt": "mnt:[7]", "net": "net:[6]"}}
+	started := sandbox.Result{Started: true}
+	if check := launchProofVerdict(started, inside, host); check.Status != StatusOK {
+		t.Errorf("isolated: %s %s", check.Status, check.Summary)
+	}
+	sharedNet := launchObservation{Namespaces: map[string]string{"user": "user:[9]", "pid": "pid:[8]", "mnt": "mnt:[7]", "net": "net:[4]"}}
+	if check := launchProofVerdict(started, sharedNet, host); check.Status != StatusFail || !strings.Contains(check.Summary, "net") {
+		t.Errorf("shared net: %s %s", check.Status, check.Summary)
+	}
+	if check := launchProofVerdict(sandbox.Result{}, inside, host); check.Status != StatusFail {
+		t.Errorf("not started: %s", check.Status)
+	}
+}
+
+func TestFileVerdicts(t *testing.T) {
+	if c := workdirWriteVerdict(fileOp{Op: "create", Path: "/w/x"}, probeContent, nil); c.Status != StatusOK {
+		t.Errorf("workdir write: %s", c.Summary)
+	}
+	if c := workdirWriteVerdict(fileOp{Op: "create", Path: "/w/x"}, "", syscall.ENOENT); c.Status != StatusFail {
+		t.Errorf("write not on host: %s", c.Status)
+	}
+	if c := workdirWriteVerdict(fileOp{Op: "create", Error: "read-only file system"}, "", nil); c.Status != StatusFail {
+		t.Errorf("refused write: %s", c.Status)
+	}
+
+	refused := []fileOp{{Op: "create", Path: "/etc/x", Error: "read-only file system"}, {Op: "create", Path: "/tmp/p/x"}}
+	if c := outsideWriteVerdict(refused, nil); c.Status != StatusOK || !strings.Contains(c.Detail, "private tmpfs") {
+		t.Errorf("outside, host unchanged: %s %q", c.Status, c.Detail)
+	}
+	if c := outsideWriteVerdict(refused, []string{"/tmp/p/x"}); c.Status != StatusFail || c.Remedy == "" {
+		t.Errorf("outside reached host: %s", c.Status)
+	}
+	throwaway := []fileOp{{Op: "create", Path: "/etc/x"}, {Op: "create", Path: "/srv/p/x", Error: "read-only file system"}}
+	if c := outsideWriteVerdict(throwaway, nil); c.Status != StatusFail || !strings.Contains(c.Summary, "/etc/x") {
+		t.Errorf("a write into a throwaway root: %s %s", c.Status, c.Summary)
+	}
+
+	gitOps := []fileOp{{Op: "append", Error: "read-only file system"}, {Op: "remove", Error: "read-only file system"}}
+	if c := gitReadonlyVerdict(gitOps, gitConfigContent); c.Status != StatusOK {
+		t.Errorf("git intact: %s", c.Summary)
+	}
+	if c := gitReadonlyVerdict(gitOps, gitConfigContent+probeContent); c.Status != StatusFail {
+		t.Errorf("git changed on host: %s", c.Status)
+	}
+	if c := gitReadonlyVerdict([]fileOp{{Op: "append"}}, gitConfigContent); c.Status != StatusFail {
+		t.Errorf("git append succeeded: %s", c.Status)
+	}
+
+	if c := secretsHiddenVerdict([]fileOp{{Path: "/etc/shadow", Error: "no such file"}, {Path: "/h/secret", Error: "no such file"}}); c.Status != StatusOK {
+		t.Errorf("secrets hidden: %s", c.Summary)
+	}
+	if c := secretsHiddenVerdict([]fileOp{{Path: "/etc/shadow"}}); c.Status != StatusFail || !strings.Contains(c.Summary, "/etc/shadow") {
+		t.Errorf("shadow readable: %s %s", c.Status, c.Summary)
+	}
+}
+
+func TestEnvClearVerdict(t *testing.T) {
+	allowed := allowedEnv([]string{"HELPER=probe"})
+	clean := []string{"PATH=/usr/bin", "HOME=/w", "TMPDIR=/tmp", "LANG=C.UTF-8", "LC_ALL=C", "PWD=/w", "HELPER=probe"}
+	if c := envClearVerdict(clean, "f00d", allowed); c.Status != StatusOK {
+		t.Errorf("clean: %s", c.Summary)
+	}
+	if c := envClearVerdict(append(clean, "BWRAPKIT_DOCTOR_CANARY=f00d"), "f00d", allowed); c.Status != StatusFail || !strings.Contains(c.Summary, "BWRAPKIT_DOCTOR_CANARY") {
+		t.Errorf("leak: %s %s", c.Status, c.Summary)
+	}
+	if c := envClearVerdict(append(clean, "SSH_AUTH_SOCK=/run/x"), "f00d", allowed); c.Status != StatusFail || !strings.Contains(c.Summary, "SSH_AUTH_SOCK") {
+		t.Errorf("extra: %s %s", c.Status, c.Summary)
+	}
+}
+
+func TestNetworkVerdict(t *testing.T) {
+	if c := networkVerdict(dialObservation{Address: "127.0.0.1:1", Error: "connection refused"}, 0); c.Status != StatusOK {
+		t.Errorf("isolated: %s", c.Summary)
+	}
+	if c := networkVerdict(dialObservation{Address: "127.0.0.1:1"}, 1); c.Status != StatusFail {
+		t.Errorf("reached: %s", c.Status)
+	}
+	if c := networkVerdict(dialObservation{Address: "127.0.0.1:1", Error: "reset"}, 1); c.Status != StatusFail {
+		t.Errorf("the host saw a connection: %s", c.Status)
+	}
+}
+
+func TestProcIsolationVerdict(t *testing.T) {
+	own := procObservation{Self: 2, Processes: []procEntry{{PID: 1, Comm: "bwrap"}, {PID: 2, PPID: 1, Comm: "doctor.test"}}}
+	if c := procIsolationVerdict(own); c.Status != StatusOK {
+		t.Errorf("own: %s", c.Summary)
+	}
+	host := procObservation{Self: 4242, Processes: []procEntry{{PID: 1, Comm: "systemd"}, {PID: 900, PPID: 1, Comm: "sshd"}, {PID: 4242, PPID: 4000, Comm: "probe"}}}
+	if c := procIsolationVerdict(host); c.Status != StatusFail || !strings.Contains(c.Summary, "sshd") {
+		t.Errorf("host /proc: %s %s", c.Status, c.Summary)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	comm, ppid := parseStat("42 (weird) name)) S 7 42 42 0 -1")
+	if comm != "weird) name)" || ppid != 7 {
+		t.Errorf("got %q %d", comm, ppid)
+	}
+}
+
+func TestCapabilitiesVerdict(t *testing.T) {
+	zero := capsObservation{Caps: map[string]string{"CapInh": "0000000000000000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000", "CapBnd": "0000000000000000", "CapAmb": "0000000000000000"}}
+	if c := capabilitiesVerdict(zero); c.Status != StatusOK {
+		t.Errorf("none: %s", c.Summary)
+	}
+	rootCaps := capsObservation{Caps: map[string]string{"CapEff": "000001ffffffffff", "CapPrm": "000001ffffffffff"}}
+	if c := capabilitiesVerdict(rootCaps); c.Status != StatusFail || !strings.Contains(c.Summary, "CapEff=000001ffffffffff") {
+		t.Errorf("root caps: %s %s", c.Status, c.Summary)
+	}
+	if c := capabilitiesVerdict(capsObservation{}); c.Status != StatusFail {
+		t.Errorf("unreadable: %s", c.Status)
+	}
+}
+
+func TestTimeoutKillVerdict(t *testing.T) {
+	killed := sandbox.Result{Started: true, TimedOut: true, ExitCode: 124}
+	ready := spawnObservation{Ready: true}
+	if c := timeoutKillVerdict(killed, ready, nil); c.Status != StatusOK {
+		t.Errorf("killed: %s", c.Summary)
+	}
+	if c := timeoutKillVerdict(killed, ready, []string{"4242: probe hold tok"}); c.Status != StatusFail || !strings.Contains(c.Summary, "4242") {
+		t.Errorf("survivor: %s %s", c.Status, c.Summary)
+	}
+	if c := timeoutKillVerdict(sandbox.Result{Started: true, ExitCode: 3}, ready, nil); c.Status != StatusFail {
+		t.Errorf("no timeout: %s", c.Status)
+	}
+	if c := timeoutKillVerdict(killed, spawnObservation{}, nil); c.Status != StatusFail || !strings.Contains(c.Summary, "never started") {
+		t.Errorf("no grandchild: %s %s", c.Status, c.Summary)
+	}
+}
+
+func TestNestedUsernsVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		errno  syscall.Errno
+		status Status
+	}{
+		{syscall.ENOSPC, StatusOK}, {syscall.EPERM, StatusOK}, {syscall.EUSERS, StatusOK},
+		{0, StatusFail}, {syscall.ENOENT, StatusFail},
+	} {
+		if c := nestedUsernsVerdict(usernsObservation{Errno: int(tc.errno), Error: tc.errno.Error()}); c.Status != tc.status {
+			t.Errorf("%v: %s, want %s", tc.errno, c.Status, tc.status)
+		}
+	}
+}

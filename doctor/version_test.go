@@ -1,0 +1,81 @@
+package doctor
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/Masterminds/semver/v3"
+)
+
+func TestParseVersion(t *testing.T) {
+	for _, tc := range []struct {
+		build string
+		want  string // "" for unknown
+	}{
+		{"bubblewrap 0.8.0\n", "0.8.0"}, // Debian 12
+		{"bubblewrap 0.12.0", "0.12.0"},
+		{"bubblewrap 0.13.1", "0.13.1"},
+		{"bubblewrap 0.11.0.1", ""},
+		{"bubblewrap built for Codex", ""},
+		{"bubblewrap built for Codex 2", ""},
+		{"true (GNU coreutils) 9.1\nCopyright (C) 2022", ""}, // /bin/true as bwrap
+		{"", ""},
+		{"bubblewrap", ""},
+		{"0.9.0", "0.9.0"},
+	} {
+		version, ok := ParseVersion(tc.build)
+		got := ""
+		if ok {
+			got = version.String()
+		}
+		if got != tc.want {
+			t.Errorf("ParseVersion(%q) = %q, want %q", tc.build, got, tc.want)
+		}
+	}
+}
+
+func TestUnfixed(t *testing.T) {
+	for _, tc := range []struct{ version, want string }{
+		{"0.4.0", "CVE-2020-5291 CVE-2024-42472 CVE-2026-41163 CVE-2026-87766"},
+		{"0.6.2", "CVE-2024-42472 CVE-2026-41163 CVE-2026-87766"},
+		{"0.6.3", "CVE-2026-41163 CVE-2026-87766"}, // the backport
+		{"0.6.9", "CVE-2026-41163 CVE-2026-87766"},
+		{"0.7.0", "CVE-2024-42472 CVE-2026-41163 CVE-2026-87766"},
+		{"0.8.0", "CVE-2024-42472 CVE-2026-41163 CVE-2026-87766"},
+		{"0.11.1", "CVE-2026-41163 CVE-2026-87766"},
+		{"0.11.2", "CVE-2026-87766"},
+		{"0.12.0", ""},
+		{"0.13.1", ""},
+	} {
+		var cves []string
+		for _, advisory := range Unfixed(semver.MustParse(tc.version)) {
+			cves = append(cves, advisory.CVE)
+		}
+		if got := strings.Join(cves, " "); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.version, got, tc.want)
+		}
+	}
+}
+
+func TestVersionVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		build   string
+		status  Status
+		summary string
+	}{
+		{"bubblewrap 0.8.0", StatusWarn, "bubblewrap 0.8.0 predates 0.12.0: CVE-2024-42472, CVE-2026-41163, CVE-2026-87766"},
+		{"bubblewrap 0.12.0", StatusOK, "bubblewrap 0.12.0"},
+		{"bubblewrap built for Codex", StatusWarn, `version unknown: --version prints "bubblewrap built for Codex"`},
+	} {
+		check := versionVerdict(tc.build)
+		if check.Status != tc.status || !strings.HasPrefix(check.Summary, tc.summary) {
+			t.Errorf("%q: %s %q", tc.build, check.Status, check.Summary)
+		}
+		if check.Status == StatusWarn && !strings.Contains(check.Remedy, "bwrapkit install") {
+			t.Errorf("%q: remedy %q", tc.build, check.Remedy)
+		}
+	}
+	if check := versionVerdict("bubblewrap 0.8.0"); !strings.Contains(check.Remedy, "backport") {
+		t.Errorf("an old version must say distributions backport: %q", check.Remedy)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 	"io"
 	"io/fs"
 	"net/http"
@@ -61,10 +62,7 @@ func (b realBinary) artifact(sources ...Source) Artifact {
 
 func requireLive(t testing.TB, reason string) {
 	t.Helper()
-	if os.Getenv("BWRAPKIT_TEST_REQUIRE_LIVE") == "1" {
-		t.Fatalf("BWRAPKIT_TEST_REQUIRE_LIVE=1 and %s", reason)
-	}
-	t.Skip(reason)
+	livetest.Skip(t, reason)
 }
 
 func requireRoot(t testing.TB, why string) {

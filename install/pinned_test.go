@@ -183,7 +183,7 @@ func TestInstallDefaultManifestFromMirror(t *testing.T) {
 	t.Parallel()
 	mirror := cachedBwraps()
 	if _, err := os.Stat(filepath.Join(mirror, "bwrap-0.12.0-linux-amd64.tar.gz")); err != nil {
-		t.Skipf("the release archive is not built (scripts/build-static-bwrap.sh): %v", err)
+		requireLive(t, "the release archive is not built (scripts/get-test-bwraps.sh): "+err.Error())
 	}
 	artifact, err := Default().Artifact("amd64")
 	if err != nil {

@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,7 +13,7 @@ import (
 
 func stderrFixture(t *testing.T, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "bwrap", "stderr", name+".txt"))
+	data, err := os.ReadFile(repoPath("testdata", "bwrap", "stderr", name+".txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
 	"github.com/bwrapkit/bwrapkit/locate"
+	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 // helperVar makes the test binary a helper process (the standard library's
@@ -20,6 +21,8 @@ import (
 const helperVar = "BWRAPKIT_DOCTOR_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	// Tests must not read or write the user's real probe cache.
+	sandbox.ProbeCacheFile = ""
 	switch os.Getenv(helperVar) {
 	case "probe":
 		os.Exit(RunProbe(os.Args[1:], os.Stdout, os.Stderr))
@@ -88,14 +91,18 @@ func systemBwrap(t testing.TB) string {
 // cachedBwrap is one of the static bwraps scripts/get-test-bwraps.sh puts in .cache/bwraps.
 func cachedBwrap(t testing.TB, name string) string {
 	t.Helper()
-	// The source's own location, so a test binary run from elsewhere (as nobody, from /tmp)
-	// still finds the repository's cache.
-	_, source, _, _ := runtime.Caller(0)
-	path := filepath.Join(filepath.Dir(source), "..", ".cache", "bwraps", name)
+	path := repoPath(".cache", "bwraps", name)
 	if _, err := os.Stat(path); err != nil {
 		skipLive(t, path+" is missing: run scripts/get-test-bwraps.sh")
 	}
 	return path
+}
+
+// repoPath is a path in the repository, found from this source file's location, so a test
+// binary run from elsewhere (as nobody, from /tmp) still finds fixtures and the cache.
+func repoPath(parts ...string) string {
+	_, source, _, _ := runtime.Caller(0)
+	return filepath.Join(append([]string{filepath.Dir(filepath.Dir(source))}, parts...)...)
 }
 
 // liveConfig runs the doctor on bwrap with this test binary as the probe.

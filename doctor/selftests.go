@@ -147,17 +147,24 @@ func (s *session) checkCapabilities(ctx context.Context) Check {
 }
 
 // killBounds are the sandbox timeouts timeout-kill tries. The first is short to keep the
-// doctor fast; a longer one is tried only when the grandchild had no time to start (a
-// loaded host), since a kill before it exists proves nothing.
-var killBounds = []time.Duration{150 * time.Millisecond, time.Second, 5 * time.Second}
+// doctor fast: a few launches' worth, as the launch check measured this host. A longer one
+// is tried only when the grandchild had no time to start (a loaded host), since a kill
+// before it exists proves nothing.
+func killBounds(launch time.Duration) []time.Duration {
+	first := min(max(5*launch, 75*time.Millisecond), time.Second)
+	return []time.Duration{first, time.Second, 5 * time.Second}
+}
 
 func (s *session) checkTimeoutKill(ctx context.Context) Check {
 	fixture, err := s.scene()
 	if err != nil {
 		return failed("no self-test directory", err)
 	}
+	s.mu.Lock()
+	launched := s.launch.result.Duration
+	s.mu.Unlock()
 	var check Check
-	for attempt, bound := range killBounds {
+	for attempt, bound := range killBounds(launched) {
 		token := fmt.Sprintf("bwrapkit-kill-%s-%d", fixture.token, attempt)
 		marker := filepath.Join(fixture.workdir, token)
 		res, err := s.runProbe(ctx, probeRun{name: "spawn", args: []string{token, marker}, timeout: bound})

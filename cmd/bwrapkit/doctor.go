@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -163,7 +162,7 @@ func (opts *doctorOptions) write(report doctor.Report) error {
 		return err
 	}
 	if err := atomicfile.Write(opts.output, out.Bytes(), 0o644); err != nil {
-		return failureError{fmt.Errorf("--output %s: %w", opts.output, errors.Unwrap(err))}
+		return failureError{fmt.Errorf("--output: %w", err)}
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func (s *session) checkLaunch(ctx context.Context) Check {
 		facts := s.facts()
 		facts.Reason, facts.Missing, facts.Stderr = unavailable.Reason, unavailable.Missing, unavailable.Stderr
 		diagnosis := Diagnose(facts)
-		detail := append([]string{unavailable.Error()}, diagnosis.Evidence...)
+		detail := append([]string{"sandbox.Run: " + string(unavailable.Reason)}, diagnosis.Evidence...)
 		return Check{Status: StatusFail, Summary: "no sandbox: " + diagnosis.Summary,
 			Detail: strings.Join(detail, "\n"), Remedy: diagnosis.Remedy, Fix: diagnosis.Fix}
 	}

@@ -22,7 +22,7 @@ const helperVar = "BWRAPKIT_DOCTOR_TEST_HELPER"
 
 func TestMain(m *testing.M) {
 	// Tests must not read or write the user's real probe cache.
-	sandbox.ProbeCacheFile = ""
+	sandbox.ProbeCacheDir = ""
 	switch os.Getenv(helperVar) {
 	case "probe":
 		os.Exit(RunProbe(os.Args[1:], os.Stdout, os.Stderr))

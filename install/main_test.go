@@ -16,7 +16,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// Tests must not write into the user's real probe cache.
-	sandbox.ProbeCacheFile = filepath.Join(dir, "probe.json")
+	sandbox.ProbeCacheDir = filepath.Join(dir, "probe")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -91,9 +90,15 @@ func ParseManifest(data []byte) (Manifest, error) {
 	return manifest, nil
 }
 
-var (
-	sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	archPattern   = regexp.MustCompile(`^[a-z0-9]+$`)
+// onlyOf reports whether text is non-empty and made of the given bytes alone. (Not a
+// regexp: package-level regexps compile at start-up of every bwrapkit command.)
+func onlyOf(text, allowed string) bool {
+	return text != "" && strings.Trim(text, allowed) == ""
+}
+
+const (
+	lowerHex      = "0123456789abcdef"
+	lowerAlphaNum = "abcdefghijklmnopqrstuvwxyz0123456789"
 )
 
 func (m Manifest) validate() error {
@@ -118,9 +123,9 @@ func (m Manifest) validate() error {
 
 func (a Artifact) validate() error {
 	switch {
-	case !archPattern.MatchString(a.Arch):
+	case !onlyOf(a.Arch, lowerAlphaNum):
 		return fmt.Errorf("arch %q is not a GOARCH name such as amd64", a.Arch)
-	case !sha256Pattern.MatchString(a.SHA256):
+	case len(a.SHA256) != 64 || !onlyOf(a.SHA256, lowerHex):
 		return fmt.Errorf("sha256 %q is not 64 lowercase hex digits", a.SHA256)
 	case a.Size <= 0:
 		return fmt.Errorf("size %d is not positive", a.Size)

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	}
 	// Tests must not write into the user's real cache.
 	cacheDir, _ := os.MkdirTemp("", "bwrapkit-probe-cache-")
-	ProbeCacheFile = filepath.Join(cacheDir, "probe.json")
+	ProbeCacheDir = filepath.Join(cacheDir, "probe")
 	code := m.Run()
 	os.RemoveAll(cacheDir)
 	os.Exit(code)

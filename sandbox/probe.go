@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -45,21 +44,50 @@ func (f Features) Missing() []string {
 	return missing
 }
 
-var (
-	optionPattern  = regexp.MustCompile(`(?m)^\s+--([a-z0-9][a-z0-9-]*)`)
-	versionPattern = regexp.MustCompile(`^bubblewrap\s+v?(\d+\.\d+\.\d+)\s*$`)
-)
-
-// ParseFeatures reads the texts of `bwrap --help` and `bwrap --version`.
+// ParseFeatures reads the texts of `bwrap --help` and `bwrap --version`. An option is
+// an indented line starting "--name"; the version is X.Y.Z of "bubblewrap X.Y.Z".
+// (Plain string code rather than regexps: this runs on every `bwrapkit run`, and a
+// compiled regexp costs more at start-up than the whole parse.)
 func ParseFeatures(help, version string) Features {
 	features := Features{Build: strings.TrimSpace(version), Options: map[string]bool{}}
-	for _, match := range optionPattern.FindAllStringSubmatch(help, -1) {
-		features.Options[match[1]] = true
+	for _, line := range strings.Split(help, "\n") {
+		trimmed := strings.TrimLeft(line, " \t")
+		if len(trimmed) == len(line) || !strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		name := trimmed[2:]
+		if end := strings.IndexFunc(name, func(r rune) bool { return !isOptionRune(r) }); end >= 0 {
+			name = name[:end]
+		}
+		if name != "" && name[0] != '-' {
+			features.Options[name] = true
+		}
 	}
-	if match := versionPattern.FindStringSubmatch(features.Build); match != nil {
-		features.Version = match[1]
+	if rest, ok := strings.CutPrefix(features.Build, "bubblewrap "); ok {
+		rest = strings.TrimPrefix(strings.TrimSpace(rest), "v")
+		if isDottedTriple(rest) {
+			features.Version = rest
+		}
 	}
 	return features
+}
+
+func isOptionRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-'
+}
+
+// isDottedTriple reports whether text is exactly digits.digits.digits.
+func isDottedTriple(text string) bool {
+	parts := strings.Split(text, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	for _, part := range parts {
+		if part == "" || strings.Trim(part, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // probeTimeout bounds each of --help and --version: an impostor that hangs must not

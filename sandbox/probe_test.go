@@ -86,9 +86,9 @@ func readFixture(t *testing.T, name string) string {
 
 func TestProbeCacheSurvivesTheProcessAndIgnoresDamage(t *testing.T) {
 	system := livetest.SystemBwrap(t)
-	saved := ProbeCacheFile
-	ProbeCacheFile = filepath.Join(t.TempDir(), "probe.json")
-	t.Cleanup(func() { ProbeCacheFile = saved })
+	saved := ProbeCacheDir
+	ProbeCacheDir = t.TempDir()
+	t.Cleanup(func() { ProbeCacheDir = saved })
 	info, _ := os.Stat(system)
 	identity := fileIdentity(system, info)
 	probeMemo.Delete(identity)
@@ -98,7 +98,7 @@ func TestProbeCacheSurvivesTheProcessAndIgnoresDamage(t *testing.T) {
 	if cached, ok := cachedFeatures(identity); !ok || len(cached.Missing()) != 0 {
 		t.Fatalf("not on disk: %+v", cached)
 	}
-	os.WriteFile(ProbeCacheFile, []byte("{not json"), 0o600)
+	os.WriteFile(probeCachePath(identity), []byte("damaged\n"), 0o600)
 	probeMemo.Delete(identity)
 	if features, err := Probe(context.Background(), system); err != nil || len(features.Missing()) != 0 {
 		t.Fatalf("a damaged cache must only cost a probe: %+v %v", features, err)

@@ -1,33 +1,34 @@
 package sandbox
 
 import (
-	"encoding/json"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
+	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/bwrapkit/bwrapkit/internal/atomicfile"
 )
 
 // The probe costs two bwrap executions, as much as a fifth of a whole sandboxed run,
-// so its result is kept on disk per binary. The key is the file's identity and every
-// timestamp the owner cannot forge: a replaced or modified binary (new inode, size,
-// mtime or ctime) is probed again.
+// so its result is kept on disk, one small file per binary. The key is the file's
+// identity and every timestamp its owner cannot forge: a replaced or modified binary
+// (new inode, size, mtime or ctime) gets a new key and is probed again. The format is
+// three lines (version, build, options) because it is read on every `bwrapkit run`.
 
-// ProbeCacheFile is where probe results are kept; empty disables the disk cache.
-var ProbeCacheFile = defaultProbeCacheFile()
+// ProbeCacheDir is where probe results are kept; empty disables the disk cache.
+var ProbeCacheDir = defaultProbeCacheDir()
 
-func defaultProbeCacheFile() string {
+func defaultProbeCacheDir() string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return ""
 	}
-	return filepath.Join(dir, "bwrapkit", "probe-v1.json")
+	return filepath.Join(dir, "bwrapkit", "probe-v2")
 }
-
-var probeCacheMu sync.Mutex
 
 // fileIdentity is the cache key: the same string only for the same unchanged file.
 func fileIdentity(path string, info os.FileInfo) string {
@@ -39,45 +40,46 @@ func fileIdentity(path string, info os.FileInfo) string {
 		stat.Mtim.Sec, stat.Mtim.Nsec, stat.Ctim.Sec, stat.Ctim.Nsec)
 }
 
-func loadProbeCache() map[string]Features {
-	cache := map[string]Features{}
-	if ProbeCacheFile == "" {
-		return cache
+func probeCachePath(identity string) string {
+	if identity == "" || ProbeCacheDir == "" {
+		return ""
 	}
-	data, err := os.ReadFile(ProbeCacheFile)
-	if err == nil {
-		// A damaged cache is only a slower run: it is ignored and rewritten.
-		_ = json.Unmarshal(data, &cache)
-	}
-	return cache
+	sum := sha256.Sum256([]byte(identity))
+	return filepath.Join(ProbeCacheDir, hex.EncodeToString(sum[:12]))
 }
 
+// cachedFeatures reads a stored result; a missing or damaged entry is only a miss.
 func cachedFeatures(identity string) (Features, bool) {
-	if identity == "" {
+	path := probeCachePath(identity)
+	if path == "" {
 		return Features{}, false
 	}
-	probeCacheMu.Lock()
-	defer probeCacheMu.Unlock()
-	features, ok := loadProbeCache()[identity]
-	return features, ok && features.Options != nil
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Features{}, false
+	}
+	lines := strings.Split(string(data), "\n")
+	if len(lines) != 5 || lines[0] != identity || lines[4] != "" {
+		return Features{}, false
+	}
+	features := Features{Version: lines[1], Build: lines[2], Options: map[string]bool{}}
+	for _, name := range strings.Fields(lines[3]) {
+		features.Options[name] = true
+	}
+	return features, len(features.Options) > 0
 }
 
-// storeFeatures adds one result; failing to write the cache is not an error.
+// storeFeatures keeps one result; failing to write the cache is not an error.
 func storeFeatures(identity string, features Features) {
-	if identity == "" || ProbeCacheFile == "" {
+	path := probeCachePath(identity)
+	if path == "" || strings.ContainsAny(features.Build, "\n") || os.MkdirAll(filepath.Dir(path), 0o700) != nil {
 		return
 	}
-	probeCacheMu.Lock()
-	defer probeCacheMu.Unlock()
-	cache := loadProbeCache()
-	const maxEntries = 64 // binaries come and go; never let the file grow without bound
-	if len(cache) >= maxEntries {
-		cache = map[string]Features{}
+	options := make([]string, 0, len(features.Options))
+	for name := range features.Options {
+		options = append(options, name)
 	}
-	cache[identity] = features
-	data, err := json.Marshal(cache)
-	if err != nil || os.MkdirAll(filepath.Dir(ProbeCacheFile), 0o700) != nil {
-		return
-	}
-	_ = atomicfile.Write(ProbeCacheFile, data, 0o600)
+	sort.Strings(options)
+	text := strings.Join([]string{identity, features.Version, features.Build, strings.Join(options, " "), ""}, "\n")
+	_ = atomicfile.Write(path, []byte(text), 0o600)
 }

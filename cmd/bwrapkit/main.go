@@ -25,8 +25,13 @@ const (
 func main() {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	go func() { cancel(signalled{(<-signals).(syscall.Signal)}) }()
+	// Registered off the main goroutine: os/signal starts a thread of its own, which
+	// would otherwise delay the exec of bwrap. A signal that arrives before this takes
+	// its default action, and bwrap's --die-with-parent then ends the sandbox too.
+	go func() {
+		signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		cancel(signalled{(<-signals).(syscall.Signal)})
+	}()
 	os.Exit(execute(ctx, os.Args[1:], newStreams()))
 }
 

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	// Tests must not write into the user's real cache.
-	sandbox.ProbeCacheFile = filepath.Join(dir, "probe.json")
+	sandbox.ProbeCacheDir = filepath.Join(dir, "probe")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/bwrapkit/bwrapkit/sandbox"
@@ -196,4 +199,45 @@ func TestLocateCommand(t *testing.T) {
 	if none.status != exitFailure || !strings.Contains(none.stderr, "bwrapkit install") {
 		t.Errorf("no bwrap: status %d stderr %q", none.status, none.stderr)
 	}
+}
+
+// TestE2ESignalEndsTheSandbox: SIGTERM to bwrapkit ends everything it started and
+// exits 128+15, as a shell reports it.
+func TestE2ESignalEndsTheSandbox(t *testing.T) {
+	livetest.SystemBwrap(t)
+	marker := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000007) // sleep's argument, unique
+	cmd := exec.Command(builtBinary, "run", "--workdir", livetest.TempDir(t), "--", "sleep", marker)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(sleepers(marker)) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the sandboxed sleep never started")
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 128+15 {
+		t.Errorf("want exit 143, got %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(sleepers(marker)) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sandboxed processes survived: %v", sleepers(marker))
+		}
+	}
+}
+
+// sleepers are the host pids of processes running `sleep marker`.
+func sleepers(marker string) []string {
+	var pids []string
+	entries, _ := os.ReadDir("/proc")
+	for _, entry := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "cmdline"))
+		if err == nil && strings.HasPrefix(string(cmdline), "sleep\x00"+marker) {
+			pids = append(pids, entry.Name())
+		}
+	}
+	return pids
 }

@@ -61,10 +61,16 @@ lint:
 check: lint test test-unprivileged
 
 bench: build test-bwraps
-	$(GO) test -run '^$$' -bench . -benchmem ./sandbox ./doctor ./install
-	@echo "== bwrapkit run vs bwrap with the same argv (interleaved)"
-	$(GO) run ./internal/benchcmp -rounds 200 -name-a "bwrapkit run -- /bin/true" -name-b "bwrap, argv from bwrapkit argv" \
-		-a '["./bwrapkit","run","--","/bin/true"]' -b "$$(./bwrapkit argv -- /bin/true)"
+	$(GO) test -run '^$$' -bench 'Argv|Run' -benchmem ./sandbox
+	$(GO) test -run '^$$' -bench 'Doctor' -benchtime 20x ./doctor
+	$(GO) test -run '^$$' -bench 'Install' -benchtime 20x ./install
+	@echo "== whole commands, interleaved side by side with bwrap itself"
+	@$(GO) build -o $(CACHE)/benchcmp ./internal/benchcmp
+	@mkdir -p $(SCRATCH) && cd $(SCRATCH) && \
+	../benchcmp -rounds 200 -name-a "bwrapkit run -- /bin/true" -name-b "bwrap, argv from bwrapkit argv" \
+		-a '["$(CURDIR)/bwrapkit","run","--","/bin/true"]' -b "$$($(CURDIR)/bwrapkit argv -- /bin/true)" && \
+	../benchcmp -rounds 20 -warmup 2 -unit "launches per doctor" -name-a "bwrapkit doctor" -name-b "one raw bwrap launch" \
+		-a '["$(CURDIR)/bwrapkit","doctor","--output","/dev/null"]' -b "$$($(CURDIR)/bwrapkit argv -- /bin/true)"
 
 e2e: build
 	$(GO) test -count=1 -run 'E2E' ./cmd/bwrapkit

@@ -57,8 +57,8 @@ lint:
 	$(GO) vet ./...
 	@if command -v shellcheck >/dev/null; then shellcheck scripts/*.sh .ci/run; fi
 
-# Everything CI checks: lint, the suite as root, the suite as nobody.
-check: lint test test-unprivileged
+# Everything CI checks: its dependencies, lint, the suite as root, the suite as nobody.
+check: deps lint test test-unprivileged
 
 bench: build test-bwraps
 	$(GO) test -run '^$$' -bench 'Argv|Run' -benchmem ./sandbox

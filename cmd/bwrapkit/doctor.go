@@ -16,7 +16,7 @@ import (
 )
 
 // doctorFixer applies a report's automatable remedies (doctor --fix) and says whether
-// anything changed, so the checks are worth running again. Nil until --fix is implemented.
+// anything changed, so the checks are worth running again. Nil means newFixer's.
 type doctorFixer func(ctx context.Context, report doctor.Report, opts *doctorOptions) (changed bool, err error)
 
 type doctorOptions struct {
@@ -31,6 +31,10 @@ type doctorOptions struct {
 	// probe runs bwrapkit's self-test probe; default: this executable's hidden subcommand.
 	probe doctor.ProbeCommand
 	fixer doctorFixer
+	// fixEnv is what the default fixer acts through; zero is the real host.
+	fixEnv fixEnv
+	// tempDir is where the self-tests make their files; "" is os.TempDir().
+	tempDir string
 }
 
 var doctorFormats = []string{"text", "json", "prometheus"}
@@ -38,9 +42,14 @@ var doctorFormats = []string{"text", "json", "prometheus"}
 func init() { extraCommands = append(extraCommands, newDoctorCmd) }
 
 func newDoctorCmd(s streams, global *globalOptions) *cobra.Command {
+	return newDoctorCmdWith(s, global, runDoctor)
+}
+
+// newDoctorCmdWith lets a test set the options flags cannot (probe, fixEnv, tempDir).
+func newDoctorCmdWith(s streams, global *globalOptions, runF func(context.Context, *doctorOptions) error) *cobra.Command {
 	opts := &doctorOptions{streams: s, global: global}
 	cmd := &cobra.Command{
-		Use:   "doctor [--json | --format text|json|prometheus] [--output FILE] [--check ID]... [-v]",
+		Use:   "doctor [--json | --format text|json|prometheus] [--output FILE] [--check ID]... [--fix] [-v]",
 		Short: "Say whether this host can sandbox, why not, and what to do",
 		Long: `Check this host and its bwrap, and prove the sandbox boundary with live self-tests
 (run through the same code path as "bwrapkit run"). Checks run concurrently and print in a
@@ -48,11 +57,28 @@ fixed order; a check whose prerequisite failed is skipped with the reason. Never
 
 Checks: ` + strings.Join(doctor.IDs(), ", ") + `.
 
-Exit status: 0 healthy (every check ok, warn or skip); 1 a check failed; 2 bad usage.`,
+--fix applies the remedies that can be automated, then runs the checks again and reports
+that second run (at most three runs: an install, then fixes for the bwrap it installed):
+  install           no usable bwrap: install the pinned static bwrap into bwrapkit's home
+                    (as "bwrapkit install": method auto, at most 5m). No root needed.
+  apparmor-profile  as root: write /etc/apparmor.d/bwrapkit-<path> granting userns to the
+                    exact bwrap in use, then load it with apparmor_parser -r.
+  sysctl            as root: set the userns knob now (sysctl -w) and at boot
+                    (/etc/sysctl.d/90-bwrapkit-userns.conf). This changes host policy.
+  remove-setuid     as root, only on bwrapkit's own install: chmod u-s.
+Without root, or where a fix is not bwrapkit's to make, nothing is changed and the exact
+commands are printed instead. Files bwrapkit did not write are never overwritten. What
+--fix does, and how to undo it, goes to stderr as "bwrapkit: fix:" lines; stdout (or
+--output) carries only the final report.
+
+Exit status: 0 healthy (every check ok, warn or skip); 1 a check failed; 2 bad usage.
+With --fix, the status is that of the last run of the checks.`,
 		Example: `  bwrapkit doctor
   bwrapkit doctor -v --check launch
   bwrapkit doctor --json | jq '.checks[] | select(.status != "ok")'
-  bwrapkit doctor --format prometheus --output /var/lib/node_exporter/textfile/bwrapkit.prom`,
+  bwrapkit doctor --format prometheus --output /var/lib/node_exporter/textfile/bwrapkit.prom
+  bwrapkit doctor --fix
+  sudo bwrapkit doctor --fix --bwrap /usr/bin/bwrap`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("json") && cmd.Flags().Changed("format") && opts.format != "json" {
@@ -61,7 +87,7 @@ Exit status: 0 healthy (every check ok, warn or skip); 1 a check failed; 2 bad u
 			if opts.json {
 				opts.format = "json"
 			}
-			return runDoctor(cmd.Context(), opts)
+			return runF(cmd.Context(), opts)
 		},
 	}
 	flags := cmd.Flags()
@@ -83,9 +109,6 @@ func runDoctor(ctx context.Context, opts *doctorOptions) error {
 			return usageError{&doctor.UnknownCheckError{ID: id}}
 		}
 	}
-	if opts.fix && opts.fixer == nil {
-		return usagef("--fix is not available yet")
-	}
 	probe, err := opts.probeCommand()
 	if err != nil {
 		return err
@@ -96,6 +119,7 @@ func runDoctor(ctx context.Context, opts *doctorOptions) error {
 		Environ:     opts.Environ(),
 		Probe:       probe,
 		Checks:      opts.checks,
+		TempDir:     opts.tempDir,
 		ToolVersion: version,
 	}
 	report, err := doctor.Run(ctx, cfg)
@@ -103,11 +127,19 @@ func runDoctor(ctx context.Context, opts *doctorOptions) error {
 		return usageError{err}
 	}
 	if opts.fix {
-		changed, err := opts.fixer(ctx, report, opts)
-		if err != nil {
-			return failureError{fmt.Errorf("--fix: %w", err)}
+		fix := opts.fixer
+		if fix == nil {
+			fix = newFixer(opts).fix
 		}
-		if changed {
+		for round := 1; round <= maxFixRounds && ctx.Err() == nil; round++ {
+			changed, err := fix(ctx, report, opts)
+			if err != nil {
+				return failureError{fmt.Errorf("--fix: %w", err)}
+			}
+			if !changed || ctx.Err() != nil {
+				break
+			}
+			fmt.Fprintln(opts.Err, "bwrapkit: fix: running the checks again")
 			if report, err = doctor.Run(ctx, cfg); err != nil {
 				return usageError{err}
 			}

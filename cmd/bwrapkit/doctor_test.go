@@ -21,7 +21,6 @@ func TestDoctorBadUsageExitsTwo(t *testing.T) {
 		{"unknown format", []string{"doctor", "--format", "yaml"}, `unknown --format "yaml"`},
 		{"unknown check", []string{"doctor", "--check", "launch", "--check", "bwrap.nope"}, `unknown check "bwrap.nope"`},
 		{"json contradicts format", []string{"doctor", "--json", "--format", "text"}, "contradict"},
-		{"fix not yet", []string{"doctor", "--fix"}, "--fix is not available yet"},
 		{"extra argument", []string{"doctor", "now"}, "unexpected argument"},
 		{"unknown flag", []string{"doctor", "--colour"}, "unknown flag"},
 	} {

@@ -55,7 +55,7 @@ test-unprivileged: test-bwraps build
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
-	@if command -v shellcheck >/dev/null; then shellcheck scripts/*.sh .ci/run; fi
+	shellcheck scripts/*.sh .ci/run
 
 # Everything CI checks: its dependencies, lint, the suite as root, the suite as nobody.
 check: deps lint test test-unprivileged

@@ -9,13 +9,13 @@
 #   xz-utils curl ca-certificates    source tarball handling and downloads
 #   prometheus                       promtool (checks the doctor's --format prometheus output)
 #   iproute2 util-linux              ip; setpriv/unshare for the as-nobody and namespace tests
-#   hyperfine                        launch-time benchmarks
 #   git make                         repo root lookup, Makefile targets
+#   the shellcheck package          make lint checks the scripts with it
 #   npm (only if no npm on PATH)     fetch-codex-bwrap.sh's `npm pack`. Not installed when npm is
 #                                    already there: NodeSource's nodejs package conflicts with
 #                                    Debian's npm (it ships its own).
 # Not installed here: the Go toolchain (go.mod wants a newer Go than Debian 12's golang-go 1.19;
-# CI provides it, e.g. with actions/setup-go).
+# this project's machines have it at /usr/local/go, which .ci/run puts on PATH).
 set -euo pipefail
 exec </dev/null
 
@@ -43,8 +43,8 @@ pkgs=(
   xz-utils curl ca-certificates
   prometheus
   iproute2 util-linux
-  hyperfine
   git make
+  shellcheck
 )
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
@@ -54,7 +54,7 @@ apt-get -q update
 log "apt-get install ${pkgs[*]}"
 apt-get -q install -y --no-install-recommends "${pkgs[@]}"
 
-for c in bwrap meson ninja gcc pkg-config strip xz curl promtool ip setpriv hyperfine git make npm; do
+for c in bwrap meson ninja gcc pkg-config strip xz curl promtool ip setpriv git make shellcheck npm; do
   command -v "$c" >/dev/null 2>&1 || die "$c still missing after install"
 done
 log "ok: $(bwrap --version), meson $(meson --version), npm $(npm --version)"

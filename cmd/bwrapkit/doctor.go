@@ -58,7 +58,7 @@ fixed order; a check whose prerequisite failed is skipped with the reason. Never
 Checks: ` + strings.Join(doctor.IDs(), ", ") + `.
 
 --fix applies the remedies that can be automated, then runs the checks again and reports
-that second run (at most three runs: an install, then fixes for the bwrap it installed):
+that run (at most three runs: an install, then the fixes for the bwrap it installed):
   install           no usable bwrap: install the pinned static bwrap into bwrapkit's home
                     (as "bwrapkit install": method auto, at most 5m). No root needed.
   apparmor-profile  as root: write /etc/apparmor.d/bwrapkit-<path> granting userns to the

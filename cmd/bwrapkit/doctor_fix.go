@@ -33,7 +33,9 @@ const (
 
 // fixEnv is what doctor --fix acts through. Zero fields mean the real host.
 type fixEnv struct {
-	Root       string // the host's "/": the plan's host paths are joined to it
+	// Root is the host's "/": the plan's host paths are joined to it. The install is not
+	// rooted: it goes to bwrapkit's home, as `bwrapkit install` does.
+	Root       string
 	Geteuid    func() int
 	LookPath   func(name string) (string, error)
 	RunCommand func(ctx context.Context, name string, args ...string) error

@@ -304,6 +304,12 @@ func (r doctorRun) run(t *testing.T) outcome {
 	return outcome{exitStatus(err, &stderr), stdout.String(), stderr.String()}
 }
 
+// livePinEnv installs pin as a user would: were the pinned source unreachable, auto's
+// fallback to the package manager must print its command, not run apt-get as root.
+func livePinEnv(pin install.Artifact) fixEnv {
+	return fixEnv{Artifact: pin, Geteuid: func() int { return 65534 }}
+}
+
 // cachedPin is the built-in pin served from the directory holding the real static build.
 func cachedPin(t *testing.T) install.Artifact {
 	t.Helper()
@@ -329,7 +335,7 @@ func TestDoctorFixInstallsWhereNoBwrapIs(t *testing.T) {
 	pin := cachedPin(t)
 	home := t.TempDir()
 	got := doctorRun{args: []string{"--fix", "--json"}, home: home,
-		environ: []string{"PATH=" + t.TempDir(), "HOME=" + t.TempDir()}, env: fixEnv{Artifact: pin}}.run(t)
+		environ: []string{"PATH=" + t.TempDir(), "HOME=" + t.TempDir()}, env: livePinEnv(pin)}.run(t)
 	var report struct {
 		Status string
 		Bwrap  struct{ Path, Source, Version string }
@@ -368,7 +374,7 @@ func TestDoctorFixInstallShadowedOnPath(t *testing.T) {
 	}
 	home := t.TempDir()
 	got := doctorRun{args: []string{"--fix"}, home: home,
-		environ: []string{"PATH=" + path, "HOME=" + t.TempDir()}, env: fixEnv{Artifact: pin}}.run(t)
+		environ: []string{"PATH=" + path, "HOME=" + t.TempDir()}, env: livePinEnv(pin)}.run(t)
 	installed, _ := filepath.EvalSymlinks(filepath.Join(home, "bin", "bwrap"))
 	impostor, _ := filepath.EvalSymlinks("/bin/true")
 	if got.status != 1 || installed == "" || !strings.Contains(got.stdout, "✗ bwrap.features") || strings.Contains(got.stdout, "bwrapkit: fix:") ||

@@ -78,8 +78,9 @@ func TestDiagnose(t *testing.T) {
 		{"no support, text only", "reference-no-userns-einval", setup, nil, CauseUsernsOff, []string{"reboot"}},
 		// Ubuntu's AppArmor restriction: the profile is for this exact path.
 		{"apparmor uid map", "reference-apparmor-uid-map", setup, []tweak{restricted}, CauseAppArmor, []string{
-			"'profile bwrapkit.usr.bin.bwrap /usr/bin/bwrap flags=(unconfined) {' '  userns,' '}' | sudo tee /etc/apparmor.d/bwrapkit.usr.bin.bwrap >/dev/null",
-			"sudo apparmor_parser -r /etc/apparmor.d/bwrapkit.usr.bin.bwrap", "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"}},
+			"'profile bwrapkit-usr.bin.bwrap /usr/bin/bwrap flags=(unconfined) {' '  userns,'",
+			"| sudo tee /etc/apparmor.d/bwrapkit-usr.bin.bwrap >/dev/null",
+			"sudo apparmor_parser -r /etc/apparmor.d/bwrapkit-usr.bin.bwrap", "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"}},
 		{"apparmor loopback", "reference-apparmor-loopback", setup, []tweak{restricted}, CauseAppArmor, []string{"apparmor_parser -r"}},
 		{"apparmor text only", "reference-apparmor-uid-map", setup, nil, CauseAppArmor, []string{"userns,"}},
 		// A masked /proc.
@@ -130,17 +131,25 @@ func TestDiagnose(t *testing.T) {
 	}
 }
 
-func TestAppArmorProfileForPath(t *testing.T) {
-	for _, tc := range []struct{ path, file, header string }{
-		{"/usr/bin/bwrap", "/etc/apparmor.d/bwrapkit.usr.bin.bwrap", "profile bwrapkit.usr.bin.bwrap /usr/bin/bwrap flags=(unconfined) {"},
-		{"/usr/local/lib/bwrapkit/versions/253c70372599ac19/bwrap", "/etc/apparmor.d/bwrapkit.usr.local.lib.bwrapkit.versions.253c70372599ac19.bwrap",
-			"profile bwrapkit.usr.local.lib.bwrapkit.versions.253c70372599ac19.bwrap /usr/local/lib/bwrapkit/versions/253c70372599ac19/bwrap flags=(unconfined) {"},
-		{"/opt/my tools/bwrap", "/etc/apparmor.d/bwrapkit.opt.my_tools.bwrap", `profile bwrapkit.opt.my_tools.bwrap "/opt/my tools/bwrap" flags=(unconfined) {`},
-	} {
-		file, content := appArmorProfile(tc.path)
-		if file != tc.file || !strings.Contains(content, tc.header+"\n  userns,\n}\n") || !strings.HasPrefix(content, "abi <abi/4.0>,\ninclude <tunables/global>\n") {
-			t.Errorf("%s:\n%s\n%s", tc.path, file, content)
+// TestAppArmorRemedyIsTheFixedProfile: the remedy printed for the AppArmor cause writes
+// exactly the profile `doctor --fix` would, so following either leaves the same file.
+func TestAppArmorRemedyIsTheFixedProfile(t *testing.T) {
+	for _, path := range []string{"/usr/bin/bwrap", "/usr/local/lib/bwrapkit/versions/253c70372599ac19/bwrap", "/opt/my tools/bwrap"} {
+		profile, err := NewAppArmorProfile(path)
+		if err != nil {
+			t.Fatal(err)
 		}
+		diagnosis := appArmor(Facts{Bwrap: path})
+		if diagnosis.Fix == nil || diagnosis.Fix.File != profile.File || diagnosis.Fix.Content != profile.Content {
+			t.Errorf("%s: fix %+v, want the profile %s", path, diagnosis.Fix, profile.File)
+		}
+		if !strings.Contains(diagnosis.Remedy, "apparmor_parser -r "+profile.File) || !strings.Contains(diagnosis.Remedy, "tee "+profile.File) {
+			t.Errorf("%s: remedy does not write and load %s:\n%s", path, profile.File, diagnosis.Remedy)
+		}
+	}
+	// A path AppArmor could only match as a pattern gets advice, never a wider grant.
+	if diagnosis := appArmor(Facts{Bwrap: "/opt/b*/bwrap"}); diagnosis.Fix == nil || diagnosis.Fix.File != "" || diagnosis.Remedy == "" {
+		t.Errorf("glob path: %+v", diagnosis)
 	}
 }
 

@@ -143,10 +143,7 @@ func appArmorAction(bwrap string, root bool, sudo string) FixAction {
 	}
 	action.Summary += " (" + profile.File + ")"
 	action.File, action.Content = profile.File, profile.Content
-	action.Commands = []string{
-		printfCommand(profile.Content) + " | " + sudo + "tee " + profile.File + " >/dev/null",
-		sudo + "apparmor_parser -r " + profile.File,
-	}
+	action.Commands = profile.commands(sudo)
 	action.Apply = root
 	if !root {
 		action.Reason = "writing to /etc/apparmor.d and loading a profile need root"

@@ -62,6 +62,15 @@ profile %s %s flags=(unconfined) {
 	return AppArmorProfile{Name: name, File: file, Content: content}, nil
 }
 
+// commands write and load the profile as shell commands, for printing. printf rather
+// than a here-document: the command still works when pasted indented.
+func (p AppArmorProfile) commands(sudo string) []string {
+	return []string{
+		printfCommand(p.Content) + " | " + sudo + "tee " + p.File + " >/dev/null",
+		sudo + "apparmor_parser -r " + p.File,
+	}
+}
+
 // appArmorAttachment writes bwrapPath as an exact AppArmor attachment. AppArmor's lexer
 // ends an unquoted path at a blank, '"', '!' or ',' (and '#' starts a comment), so any path
 // beyond plain characters is double-quoted; inside quotes only '"' and '\' would need a

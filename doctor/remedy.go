@@ -143,20 +143,25 @@ func usernsDenied(f Facts, why string) Diagnosis {
 }
 
 func appArmor(f Facts) Diagnosis {
-	file, content := appArmorProfile(f.Bwrap)
 	sudo := f.sudo()
-	// printf rather than a here-document: the command still works when pasted indented.
-	commands := []string{
-		printfCommand(content) + " | " + sudo + "tee " + file + " >/dev/null",
-		sudo + "apparmor_parser -r " + file,
-	}
-	return Diagnosis{Cause: CauseAppArmor,
+	lastResort := "last resort, lifting the restriction for every program on this host:\n" +
+		sudo + "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
+	diagnosis := Diagnosis{Cause: CauseAppArmor,
 		Summary:  "AppArmor restricts unprivileged user namespaces and no profile lets " + f.Bwrap + " create one",
 		Evidence: f.evidence("kernel.apparmor_restrict_unprivileged_userns = "+knobText(f.Host.AppArmorRestrictUserns), "no profile in /etc/apparmor.d grants userns to "+f.Bwrap),
-		Remedy: "give this bwrap a profile that grants userns:\n" + strings.Join(commands, "\n") +
-			"\nlast resort, lifting the restriction for every program on this host:\n" +
-			sudo + "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
-		Fix: &Fix{Kind: FixAppArmorProfile, Bwrap: f.Bwrap, File: file, Content: content, Commands: commands}}
+	}
+	// The same profile `doctor --fix` writes, so a printed remedy and an applied one agree.
+	profile, err := NewAppArmorProfile(f.Bwrap)
+	if err != nil {
+		// The fix stays, without a profile: --fix then says why it cannot write one.
+		diagnosis.Remedy = "move bwrap to a plain path (" + err.Error() + "), then give it an AppArmor profile that grants userns;\n" + lastResort
+		diagnosis.Fix = &Fix{Kind: FixAppArmorProfile, Bwrap: f.Bwrap}
+		return diagnosis
+	}
+	commands := profile.commands(sudo)
+	diagnosis.Remedy = "give this bwrap a profile that grants userns:\n" + strings.Join(commands, "\n") + "\n" + lastResort
+	diagnosis.Fix = &Fix{Kind: FixAppArmorProfile, Bwrap: f.Bwrap, File: profile.File, Content: profile.Content, Commands: commands}
+	return diagnosis
 }
 
 func container(f Facts) Diagnosis {
@@ -212,30 +217,6 @@ func sysctlFix(f Facts, setting, value string) *Fix {
 		fmt.Sprintf("%ssysctl -w %s=%s", f.sudo(), setting, value),
 		fmt.Sprintf("echo '%s = %s' | %stee %s", setting, value, f.sudo(), file),
 	}}
-}
-
-// appArmorProfile is a profile granting userns to exactly bwrapPath, named after the path as
-// AppArmor's own profiles are (usr.bin.bwrap), so it never collides with a distribution's.
-func appArmorProfile(bwrapPath string) (file, content string) {
-	name := "bwrapkit." + strings.ReplaceAll(strings.TrimPrefix(bwrapPath, "/"), "/", ".")
-	name = strings.Map(func(r rune) rune {
-		if r == ' ' || r == '"' || r == '\'' || r == '\\' {
-			return '_'
-		}
-		return r
-	}, name)
-	attachment := bwrapPath
-	if strings.ContainsAny(attachment, " \t\"") {
-		attachment = `"` + strings.ReplaceAll(attachment, `"`, `\"`) + `"`
-	}
-	content = fmt.Sprintf(`abi <abi/4.0>,
-include <tunables/global>
-
-profile %s %s flags=(unconfined) {
-  userns,
-}
-`, name, attachment)
-	return "/etc/apparmor.d/" + name, content
 }
 
 func knobText(knob platform.Knob) string {

@@ -11,6 +11,8 @@
 #   iproute2 util-linux              ip; setpriv/unshare for the as-nobody and namespace tests
 #   git make                         repo root lookup, Makefile targets
 #   the shellcheck package          make lint checks the scripts with it
+#   gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross libcap-dev:arm64
+#   qemu-user-static                 the arm64 static build (cross) and its --version check
 #   npm (only if no npm on PATH)     fetch-codex-bwrap.sh's `npm pack`. Not installed when npm is
 #                                    already there: NodeSource's nodejs package conflicts with
 #                                    Debian's npm (it ships its own).
@@ -47,6 +49,15 @@ pkgs=(
   shellcheck
 )
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+
+# The arm64 static bwrap is cross-built (build-static-bwrap.sh --arch arm64) to prove its pin.
+if [ "$(dpkg --print-architecture)" = amd64 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  log "dpkg --add-architecture arm64 (for libcap-dev:arm64)"
+  dpkg --add-architecture arm64
+fi
+if dpkg --print-foreign-architectures | grep -qx arm64; then
+  pkgs+=(gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross libcap-dev:arm64 qemu-user-static)
+fi
 
 export DEBIAN_FRONTEND=noninteractive
 log "apt-get update"

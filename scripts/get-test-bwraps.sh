@@ -53,6 +53,16 @@ pin_fail() {
 }
 
 # ---- bwrap-0.12.0 -----------------------------------------------------------------------------
+# The verified source tarball, cached or fetched once, for whichever build needs it.
+source_tarball() {
+  local f
+  for f in "$out/bubblewrap-0.12.0.tar.xz" "$out/bubblewrap_0.12.0.orig.tar.xz"; do
+    if [ -f "$f" ] && [ "$(sha256_of "$f")" = "$SRC_SHA256" ]; then printf '%s\n' "$f"; return; fi
+  done
+  log "no verified source tarball in $out; fetching it from Debian's source packages"
+  "$here/fetch-bubblewrap-source.sh" --out "$out" | tail -n 1
+}
+
 static="$out/bwrap-0.12.0"
 if [ -e "$static" ]; then
   sha="$(sha256_of "$static")"; size="$(stat -c %s "$static")"
@@ -60,14 +70,7 @@ if [ -e "$static" ]; then
   chmod 0755 "$static"
   log "cached and verified: $static"
 else
-  src=""
-  for f in "$out/bubblewrap-0.12.0.tar.xz" "$out/bubblewrap_0.12.0.orig.tar.xz"; do
-    if [ -f "$f" ] && [ "$(sha256_of "$f")" = "$SRC_SHA256" ]; then src="$f"; break; fi
-  done
-  if [ -z "$src" ]; then
-    log "no verified source tarball in $out; fetching it from Debian's source packages"
-    src="$("$here/fetch-bubblewrap-source.sh" --out "$out" | tail -n 1)"
-  fi
+  src="$(source_tarball)"
   log "building from $src"
   build="$(mktemp -d "${TMPDIR:-/tmp}/get-test-bwraps.XXXXXXXX")"
   trap 'rm -rf "$build"' EXIT
@@ -87,6 +90,23 @@ fi
 ver="$("$static" --version 2>&1 || true)"
 [ "$ver" = "bubblewrap 0.12.0" ] || die "$static --version printed '$ver', want 'bubblewrap 0.12.0'"
 
+# ---- bwrap-0.12.0-arm64 (cross-built; its pin is checked against the embedded manifest by
+# install's tests, since this machine cannot run it) -------------------------------------------
+arm64="$out/bwrap-0.12.0-arm64"
+if [ ! -e "$arm64" ]; then
+  src="$(source_tarball)"
+  log "cross-building arm64 from $src"
+  build_arm64="$(mktemp -d "${TMPDIR:-/tmp}/get-test-bwraps-arm64.XXXXXXXX")"
+  trap 'rm -rf "${build:-}" "$build_arm64"' EXIT
+  "$here/build-static-bwrap.sh" --arch arm64 --source "$src" --out "$build_arm64" >"$build_arm64/build.out"
+  cat "$build_arm64/build.out" >&2
+  install -m 0644 "$build_arm64/bwrap-0.12.0-linux-arm64.tar.gz" "$out/.bwrap-0.12.0-linux-arm64.tar.gz.tmp.$$"
+  mv -f "$out/.bwrap-0.12.0-linux-arm64.tar.gz.tmp.$$" "$out/bwrap-0.12.0-linux-arm64.tar.gz"
+  install -m 0755 "$build_arm64/bwrap" "$out/.bwrap-0.12.0-arm64.tmp.$$"
+  mv -f "$out/.bwrap-0.12.0-arm64.tmp.$$" "$arm64"
+  log "built: $arm64"
+fi
+
 # ---- bwrap-codex (the fetcher re-verifies a cached copy and skips the download) --------------
 "$here/fetch-codex-bwrap.sh" --out "$out" >/dev/null
 codex="$out/bwrap-codex"
@@ -94,4 +114,5 @@ ver="$("$codex" --version 2>&1 || true)"
 [ "$ver" = "bubblewrap built for Codex" ] || die "$codex --version printed '$ver'"
 
 printf '%s sha256 %s size %s\n' "$static" "$(sha256_of "$static")" "$(stat -c %s "$static")"
+printf '%s sha256 %s size %s\n' "$arm64" "$(sha256_of "$arm64")" "$(stat -c %s "$arm64")"
 printf '%s sha256 %s size %s\n' "$codex" "$(sha256_of "$codex")" "$(stat -c %s "$codex")"

@@ -128,7 +128,7 @@ func TestInstallBadUsageExitsTwo(t *testing.T) {
 		{"not json", []string{"--manifest", writeManifest(t, "bwrap 0.12.0, trust me")}, "", "not a bwrapkit manifest"},
 		{"wrong schema", []string{"--manifest", writeManifest(t, `{"schema":"bwrapkit.manifest/v0","artifacts":[`+good+`]}`)}, "", `schema is "bwrapkit.manifest/v0"`},
 		{"no artifact for arch", []string{"--manifest", manifest(good)}, "arm64", "no artifact for arch arm64"},
-		{"default manifest on arm64", nil, "arm64", "use a manifest with a arm64 artifact, or --method package"},
+		{"default manifest on riscv64", nil, "riscv64", "use a manifest with a riscv64 artifact, or --method package"},
 		{"malformed sha256", []string{"--manifest", manifest(strings.Replace(good, "253c", "253C", 1))}, "", "64 lowercase hex"},
 		{"malformed url", []string{"--manifest", manifest(strings.Replace(good, "http://127.0.0.1:1/b", "ftp://mirror/b", 1))}, "", `scheme "ftp"`},
 		{"missing manifest", []string{"--manifest", "/nonexistent/manifest.json"}, "", "no such file"},

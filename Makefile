@@ -55,7 +55,7 @@ test-unprivileged: test-bwraps build
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
-	shellcheck scripts/*.sh .ci/run
+	shellcheck -x scripts/*.sh .ci/run
 
 # Everything CI checks: its dependencies, lint, the suite as root, the suite as nobody.
 check: deps lint test test-unprivileged

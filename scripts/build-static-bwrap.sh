@@ -21,15 +21,15 @@
 # stdout: the binary's sha256, its size and a bwrapkit.manifest/v1 artifact entry; logs: stderr.
 set -euo pipefail
 exec </dev/null
+usage_line=5
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 readonly VERSION="0.12.0"
 readonly SRC_URL="https://github.com/containers/bubblewrap/releases/download/v${VERSION}/bubblewrap-${VERSION}.tar.xz"
 readonly SRC_SHA256="9760d007363e3abba7c747489910f9f82d9fca53ba3bd3282e396fa3c97a3314"
 readonly RELEASE_BASE="https://github.com/bwrapkit/bwrapkit/releases/download/bwrap-${VERSION}"
 
-log() { printf 'build-static-bwrap: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-usage() { sed -n '5p' "$0" | sed 's/^# //' >&2; exit "${1:-2}"; }
 
 source_file=""
 out="./dist"
@@ -47,7 +47,6 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
 
 # ---- target architecture: native or cross ------------------------------------------------------
 case "$arch" in

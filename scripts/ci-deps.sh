@@ -20,9 +20,9 @@
 # this project's machines have it at /usr/local/go, which .ci/run puts on PATH).
 set -euo pipefail
 exec </dev/null
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-log() { printf 'ci-deps: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 
 case "${1:-}" in
   "") ;;

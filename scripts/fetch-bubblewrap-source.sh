@@ -13,15 +13,14 @@
 # Already present with the right hash: nothing is downloaded.
 set -euo pipefail
 exec </dev/null
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 readonly DEB_VERSION="0.12.0-1~deb13u1"
 readonly TARBALL="bubblewrap_0.12.0.orig.tar.xz"
 readonly SHA256="9760d007363e3abba7c747489910f9f82d9fca53ba3bd3282e396fa3c97a3314"
 readonly SOURCES_FILE="/etc/apt/sources.list.d/debian.sources"
 
-log() { printf 'fetch-bubblewrap-source: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-usage() { sed -n '4p' "$0" | sed 's/^# //' >&2; exit "${1:-2}"; }
 
 out="."
 while [ $# -gt 0 ]; do
@@ -33,7 +32,6 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"

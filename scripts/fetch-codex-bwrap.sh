@@ -10,15 +10,14 @@
 # The path is printed on stdout; logs go to stderr.
 set -euo pipefail
 exec </dev/null
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 readonly PKG="@openai/codex@0.171.0-linux-x64"
 readonly MEMBER="package/vendor/x86_64-unknown-linux-musl/codex-resources/bwrap"
 readonly SHA256="91a245ea678a7ae642f383a22576c3c476d0d6d3e2321a553f3ed8d4d487ed74"
 readonly SIZE=492984
 
-log() { printf 'fetch-codex-bwrap: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-usage() { sed -n '4p' "$0" | sed 's/^# //' >&2; exit "${1:-2}"; }
 
 out="./dist"
 while [ $# -gt 0 ]; do
@@ -30,7 +29,6 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"

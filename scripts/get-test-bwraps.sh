@@ -12,14 +12,13 @@
 # error (delete it to rebuild). Paths and hashes are printed on stdout; logs go to stderr.
 set -euo pipefail
 exec </dev/null
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 readonly PIN_SHA256="253c70372599ac19851ffcc923acca01fe1bcf6b4b03fce789fd9fb3e2ff6270"
 readonly PIN_SIZE=945328
 readonly SRC_SHA256="9760d007363e3abba7c747489910f9f82d9fca53ba3bd3282e396fa3c97a3314"
 
-log() { printf 'get-test-bwraps: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-usage() { sed -n '4p' "$0" | sed 's/^# //' >&2; exit "${1:-2}"; }
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -39,7 +38,6 @@ fi
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
-sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
 
 pin_fail() {
   log "================================================================================"

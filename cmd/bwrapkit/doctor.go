@@ -15,10 +15,6 @@ import (
 	"github.com/bwrapkit/bwrapkit/internal/atomicfile"
 )
 
-// doctorFixer applies a report's automatable remedies (doctor --fix) and says whether
-// anything changed, so the checks are worth running again. Nil means newFixer's.
-type doctorFixer func(ctx context.Context, report doctor.Report, opts *doctorOptions) (changed bool, err error)
-
 type doctorOptions struct {
 	streams
 	global  *globalOptions
@@ -30,8 +26,7 @@ type doctorOptions struct {
 	checks  []string
 	// probe runs bwrapkit's self-test probe; default: this executable's hidden subcommand.
 	probe doctor.ProbeCommand
-	fixer doctorFixer
-	// fixEnv is what the default fixer acts through; zero is the real host.
+	// fixEnv is what the fixer acts through; zero is the real host.
 	fixEnv fixEnv
 	// tempDir is where the self-tests make their files; "" is os.TempDir().
 	tempDir string
@@ -127,22 +122,8 @@ func runDoctor(ctx context.Context, opts *doctorOptions) error {
 		return usageError{err}
 	}
 	if opts.fix {
-		fix := opts.fixer
-		if fix == nil {
-			fix = newFixer(opts).fix
-		}
-		for round := 1; round <= maxFixRounds && ctx.Err() == nil; round++ {
-			changed, err := fix(ctx, report, opts)
-			if err != nil {
-				return failureError{fmt.Errorf("--fix: %w", err)}
-			}
-			if !changed || ctx.Err() != nil {
-				break
-			}
-			fmt.Fprintln(opts.Err, "bwrapkit: fix: running the checks again")
-			if report, err = doctor.Run(ctx, cfg); err != nil {
-				return usageError{err}
-			}
+		if report, err = newFixer(opts).Run(ctx, cfg, report); err != nil {
+			return usageError{err}
 		}
 	}
 	if err := opts.write(report); err != nil {

@@ -1,7 +1,8 @@
 # bwrapkit: build, test (as root and as an unprivileged user), benchmark.
-# `sudo make check` is the whole suite, as CI runs it.
+# `make check` (as root) is the whole suite, as CI runs it.
 
-GO       ?= go
+# Go from PATH, else where this project's machines keep it.
+GO       ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # Static, stripped: a static Go binary starts a millisecond sooner, and run's cost over
 # bwrap itself is mostly start-up.

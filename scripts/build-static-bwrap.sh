@@ -30,7 +30,6 @@ readonly SRC_URL="https://github.com/containers/bubblewrap/releases/download/v${
 readonly SRC_SHA256="9760d007363e3abba7c747489910f9f82d9fca53ba3bd3282e396fa3c97a3314"
 readonly RELEASE_BASE="https://github.com/bwrapkit/bwrapkit/releases/download/bwrap-${VERSION}"
 
-
 source_file=""
 out="./dist"
 arch="amd64"
@@ -46,7 +45,6 @@ while [ $# -gt 0 ]; do
     *) log "unknown argument: $1"; usage ;;
   esac
 done
-
 
 # ---- target architecture: native or cross ------------------------------------------------------
 case "$arch" in

@@ -23,7 +23,6 @@ exec </dev/null
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-
 case "${1:-}" in
   "") ;;
   -h|--help) sed -n '2,4p' "$0" | sed 's/^# //' >&2; exit 0 ;;

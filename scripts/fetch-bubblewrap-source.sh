@@ -21,7 +21,6 @@ readonly TARBALL="bubblewrap_0.12.0.orig.tar.xz"
 readonly SHA256="9760d007363e3abba7c747489910f9f82d9fca53ba3bd3282e396fa3c97a3314"
 readonly SOURCES_FILE="/etc/apt/sources.list.d/debian.sources"
 
-
 out="."
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,7 +30,6 @@ while [ $# -gt 0 ]; do
     *) log "unknown argument: $1"; usage ;;
   esac
 done
-
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"

@@ -18,7 +18,6 @@ readonly MEMBER="package/vendor/x86_64-unknown-linux-musl/codex-resources/bwrap"
 readonly SHA256="91a245ea678a7ae642f383a22576c3c476d0d6d3e2321a553f3ed8d4d487ed74"
 readonly SIZE=492984
 
-
 out="./dist"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,7 +27,6 @@ while [ $# -gt 0 ]; do
     *) log "unknown argument: $1"; usage ;;
   esac
 done
-
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"

@@ -19,7 +19,6 @@ readonly PIN_SHA256="253c70372599ac19851ffcc923acca01fe1bcf6b4b03fce789fd9fb3e2f
 readonly PIN_SIZE=945328
 readonly SRC_SHA256="9760d007363e3abba7c747489910f9f82d9fca53ba3bd3282e396fa3c97a3314"
 
-
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 out=""
@@ -37,7 +36,6 @@ if [ -z "$out" ]; then
 fi
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-
 
 pin_fail() {
   log "================================================================================"

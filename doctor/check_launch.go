@@ -30,8 +30,14 @@ func (s *session) checkLaunch(ctx context.Context) Check {
 		return Check{Status: StatusFail, Summary: "no sandbox: " + diagnosis.Summary,
 			Detail: strings.Join(detail, "\n"), Remedy: diagnosis.Remedy, Fix: diagnosis.Fix}
 	}
-	if err != nil {
-		return Check{Status: StatusFail, Summary: "the launch could not be tried: " + err.Error()}
+	var fixture *fixtureError
+	switch {
+	case errors.As(err, &fixture):
+		return Check{Status: StatusFail, Summary: "the launch could not be tried: " + err.Error(),
+			Remedy: "the self-tests make their workdir under $TMPDIR (default /tmp): point TMPDIR at a writable directory, e.g. TMPDIR=$HOME/.cache bwrapkit doctor"}
+	case err != nil:
+		return Check{Status: StatusFail, Summary: "the launch could not be tried: " + err.Error(),
+			Remedy: "this is bwrapkit's own failure, not the host's; run `bwrapkit doctor -v` and report it with the output"}
 	}
 	switch code := res.result.ExitCode; code {
 	case 0:

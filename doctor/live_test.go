@@ -184,3 +184,21 @@ func TestDoctorCheckSelection(t *testing.T) {
 		t.Error("an unknown check id was accepted")
 	}
 }
+
+// TestLiveUnwritableTempDirIsNamed: when the self-tests cannot make their directory, the
+// launch check says so and how to fix it, instead of blaming the sandbox.
+func TestLiveUnwritableTempDirIsNamed(t *testing.T) {
+	cfg := liveConfig(t, systemBwrap(t))
+	cfg.TempDir = filepath.Join(t.TempDir(), "no", "such", "dir")
+	report, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	launch := checkByID(t, report, "launch")
+	if launch.Status != StatusFail || !strings.Contains(launch.Summary, "self-test directory") || !strings.Contains(launch.Remedy, "TMPDIR") {
+		t.Errorf("launch = %+v", launch)
+	}
+	if report.Healthy() {
+		t.Errorf("a doctor that could not test the boundary reports healthy:\n%s", dump(report))
+	}
+}

@@ -36,12 +36,19 @@ type probeResult struct {
 // launchBound is how long bwrap may take to report the sandboxed child.
 const launchBound = 10 * time.Second
 
+// fixtureError is a self-test directory the doctor could not make: the host's temp
+// directory, not the sandbox, is at fault.
+type fixtureError struct{ err error }
+
+func (e *fixtureError) Error() string { return "preparing the self-test directory: " + e.err.Error() }
+func (e *fixtureError) Unwrap() error { return e.err }
+
 // runProbe runs the probe in a sandbox over the fixture's workdir. An error is either an
 // *UnavailableError (the sandbox was not built) or a problem of the doctor's own.
 func (s *session) runProbe(ctx context.Context, run probeRun) (probeResult, error) {
 	made := s.fixture.get()
 	if made.err != nil {
-		return probeResult{}, fmt.Errorf("preparing the self-test directory: %w", made.err)
+		return probeResult{}, &fixtureError{made.err}
 	}
 	fixture := made.fixture
 	features, err := s.features(ctx)

@@ -74,8 +74,6 @@ func binds(policy Policy) []bind {
 	for _, path := range policy.ReadOnly {
 		all = append(all, bind{"--ro-bind", path})
 	}
-	// .git may be absent, or a file (a worktree); either way it is never writable.
-	all = append(all, bind{"--ro-bind-try", filepath.Join(policy.Workdir, ".git")})
 	for _, path := range policy.Protect {
 		all = append(all, bind{"--ro-bind", path})
 	}

@@ -16,7 +16,7 @@ var mergedUsrHost = Host{
 var withDisableUserns = ParseFeatures("    --disable-userns  Disable further use of user namespaces\n", "bubblewrap 0.8.0")
 
 func TestArgvWholeCommandLine(t *testing.T) {
-	policy := Policy{Workdir: "/src/app", Host: mergedUsrHost, Features: withDisableUserns, Env: []string{"CI=1"}}
+	policy := Policy{Workdir: "/src/app", Host: mergedUsrHost, Features: withDisableUserns, Env: []string{"CI=1"}, Protect: []string{"/src/app/.git"}}
 	argv, err := Argv("/usr/bin/bwrap", policy, []string{"make", "-j2"})
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func TestArgvWholeCommandLine(t *testing.T) {
 		--symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin
 		--ro-bind /etc/ld.so.cache /etc/ld.so.cache --ro-bind /etc/passwd /etc/passwd
 		--proc /proc --dev /dev --tmpfs /tmp --tmpfs /var/tmp --tmpfs /run
-		--bind /src/app /src/app --ro-bind-try /src/app/.git /src/app/.git --remount-ro /
+		--bind /src/app /src/app --ro-bind /src/app/.git /src/app/.git --remount-ro /
 		--setenv PATH /usr/local/bin:/usr/bin:/bin --setenv HOME /src/app --setenv TMPDIR /tmp
 		--setenv LANG C.UTF-8 --setenv CI 1 --chdir /src/app -- make -j2`)
 	if !slices.Equal(argv, want) {

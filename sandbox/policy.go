@@ -17,7 +17,7 @@ type Policy struct {
 	Workdir string
 	// ReadOnly are extra read-only binds at the same path (a toolchain, say).
 	ReadOnly []string
-	// Protect are paths inside Workdir re-bound read-only; .git always is.
+	// Protect are paths inside Workdir re-bound read-only; NewPolicy adds .git.
 	Protect []string
 	// Network keeps the host network namespace.
 	Network bool
@@ -86,6 +86,9 @@ func NewPolicy(request Request, environ []string) (Policy, error) {
 		}
 		policy.Protect = append(policy.Protect, real)
 	}
+	if git, ok := gitPath(workdir); ok {
+		policy.Protect = append(policy.Protect, git)
+	}
 	for _, entry := range request.Env {
 		if err := checkEnvEntry(entry); err != nil {
 			return Policy{}, err
@@ -101,6 +104,22 @@ func NewPolicy(request Request, environ []string) (Policy, error) {
 		}
 	}
 	return policy, nil
+}
+
+// gitPath is the workdir's .git (a directory, or a worktree's file) to re-bind read-only,
+// so hooks and config the host's git will run cannot be planted from inside. A .git that
+// is a symlink out of the workdir is not bound at all: bwrap would follow it and mount its
+// target (say /etc, planted by an earlier run) read-only inside, for the command to read.
+func gitPath(workdir string) (string, bool) {
+	git := filepath.Join(workdir, ".git")
+	if _, err := os.Lstat(git); err != nil {
+		return "", false
+	}
+	real, err := filepath.EvalSymlinks(git)
+	if err != nil || !within(workdir, real) {
+		return "", false
+	}
+	return real, true
 }
 
 func lookup(getenv func(string) string, name string) (string, bool) {

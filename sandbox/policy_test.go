@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,6 +32,7 @@ func TestNewPolicyResolvesPaths(t *testing.T) {
 		t.Errorf("workdir %s, want the resolved %s", policy.Workdir, project)
 	}
 	// A protected link out of the workdir points where the sandbox cannot see anyway.
+	// (No .git here: nothing to add.)
 	if !slices.Equal(policy.Protect, []string{filepath.Join(project, "secrets")}) {
 		t.Errorf("protect %v", policy.Protect)
 	}
@@ -70,6 +72,43 @@ func TestNewPolicyRefuses(t *testing.T) {
 			var policyErr *PolicyError
 			if !errors.As(err, &policyErr) || policyErr.Field != c.field {
 				t.Fatalf("want a %s PolicyError, got %v", c.field, err)
+			}
+		})
+	}
+}
+
+func TestNewPolicyProtectsGitButNeverFollowsItOut(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	cases := []struct {
+		name  string
+		setup func(workdir string)
+		want  []string // relative to the workdir
+	}{
+		{"no .git", func(string) {}, nil},
+		{".git directory", func(w string) { os.Mkdir(filepath.Join(w, ".git"), 0o755) }, []string{".git"}},
+		{".git file (worktree)", func(w string) { os.WriteFile(filepath.Join(w, ".git"), []byte("gitdir: x"), 0o644) }, []string{".git"}},
+		{".git link inside", func(w string) {
+			os.Mkdir(filepath.Join(w, "real-git"), 0o755)
+			os.Symlink("real-git", filepath.Join(w, ".git"))
+		}, []string{"real-git"}},
+		{".git link out", func(w string) { os.Symlink("/etc", filepath.Join(w, ".git")) }, nil},
+		{".git dangling link", func(w string) { os.Symlink("/nowhere", filepath.Join(w, ".git")) }, nil},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			workdir := filepath.Join(root, fmt.Sprint(i))
+			os.Mkdir(workdir, 0o755)
+			c.setup(workdir)
+			policy, err := NewPolicy(Request{Workdir: workdir}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, rel := range c.want {
+				want = append(want, filepath.Join(workdir, rel))
+			}
+			if !slices.Equal(policy.Protect, want) {
+				t.Errorf("protect %v, want %v", policy.Protect, want)
 			}
 		})
 	}

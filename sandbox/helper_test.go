@@ -66,6 +66,15 @@ func helperMain(args []string) int {
 				fmt.Println(entry.Name())
 			}
 		}
+	case "fds": // the descriptors this process holds, but the one ReadDir itself opens
+		entries, _ := os.ReadDir("/proc/self/fd")
+		for _, entry := range entries {
+			// ReadDir's own descriptor is closed by now: its link no longer resolves.
+			target, err := os.Readlink(filepath.Join("/proc/self/fd", entry.Name()))
+			if err == nil && !strings.HasPrefix(target, "/proc/") {
+				fmt.Printf("%s: %s\n", entry.Name(), target)
+			}
+		}
 	case "status":
 		data, _ := os.ReadFile("/proc/self/status")
 		fmt.Print(string(data))

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -427,6 +428,26 @@ func TestLiveGitWorktreeFileIsReadOnly(t *testing.T) {
 		}
 		if data, _ := os.ReadFile(gitFile); string(data) != "gitdir: /src/main/.git/worktrees/x\n" {
 			t.Errorf(".git file changed on the host: %q", data)
+		}
+	})
+}
+
+// TestLiveInheritedDescriptorsStayOutside: a descriptor the caller left inheritable (no
+// close-on-exec, as one inherited from a parent process is) must not reach the command.
+func TestLiveInheritedDescriptorsStayOutside(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "open-secret")
+	os.WriteFile(secret, []byte("s"), 0o600)
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0) // deliberately without O_CLOEXEC
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		lines := outputLines(mustRun(t, sandboxRun{bwrap: bwrap}, "fds"))
+		for name, target := range lines {
+			if name != "0" && name != "1" && name != "2" {
+				t.Errorf("descriptor %s (%s) reached the sandboxed command", name, target)
+			}
 		}
 	})
 }

@@ -85,6 +85,7 @@ func usable(bwrap string) error {
 
 // start runs bwrap and watches its status fd: the effectful half of Run.
 func start(ctx context.Context, argv []string, opts Options) (Result, error) {
+	keepInheritedFDsOut()
 	statusRead, statusWrite, err := os.Pipe()
 	if err != nil {
 		return Result{}, &UnavailableError{Reason: ReasonStartFailed, Bwrap: argv[0], Err: err}

@@ -157,6 +157,10 @@ func resolveDir(field, path string) (string, error) {
 	if !info.IsDir() {
 		return "", &PolicyError{field, path, "is not a directory"}
 	}
+	if path == "." {
+		// Said plainly: the user may not have passed --workdir at all.
+		path = "(the current directory, " + real + ")"
+	}
 	return real, refuseRoot(field, path, real)
 }
 

@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Options are how one command is run: which bwrap, its streams and its bounds.
@@ -113,6 +115,8 @@ func start(ctx context.Context, argv []string, opts Options) (Result, error) {
 	go func() { exited <- process.Wait() }()
 
 	observed := launch{}
+	var child sandboxInit
+	defer child.close()
 	launchTimeout := opts.LaunchTimeout
 	if launchTimeout == 0 {
 		launchTimeout = defaultLaunchTimeout
@@ -129,6 +133,7 @@ wait:
 		select {
 		case pid := <-status.childPID:
 			observed.childPID = pid
+			child = holdInit(pid)
 			launchTimer.Stop()
 			if opts.Timeout > 0 {
 				timer := time.NewTimer(opts.Timeout)
@@ -136,16 +141,16 @@ wait:
 				deadline = timer.C
 			}
 		case <-launchTimer.C:
-			kill(process, 0)
+			kill(process, child)
 			<-exited
 			return Result{}, &UnavailableError{Reason: ReasonLaunchTimeout, Bwrap: argv[0], Stderr: stderr.tail(), Err: fmt.Errorf("%v", launchTimeout)}
 		case <-deadline:
 			observed.timedOut = true
-			kill(process, observed.childPID)
+			kill(process, child)
 		case <-cancelled:
 			cancelled = nil // a closed channel would fire on every turn of the loop
 			interrupted = ctx.Err()
-			kill(process, observed.childPID)
+			kill(process, child)
 		case waitErr = <-exited:
 			break wait
 		}
@@ -178,11 +183,41 @@ wait:
 // kill ends the sandbox: SIGKILL to the namespace's init takes every process in the
 // pid namespace with it, including any that escaped with setsid; bwrap's process group
 // goes too.
-func kill(process *exec.Cmd, childPID int) {
-	if childPID > 0 {
-		_ = syscall.Kill(childPID, syscall.SIGKILL)
-	}
+func kill(process *exec.Cmd, child sandboxInit) {
+	child.kill()
 	_ = syscall.Kill(-process.Process.Pid, syscall.SIGKILL)
+}
+
+// sandboxInit is the sandbox's pid 1, held by a pidfd from the moment bwrap reports it:
+// once bwrap has reaped it its pid may be reused, and a kill by number could then hit an
+// unrelated process.
+type sandboxInit struct {
+	pid   int
+	pidfd int // -1 where the kernel has no pidfd_open (before 5.3)
+}
+
+func holdInit(pid int) sandboxInit {
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		pidfd = -1
+	}
+	return sandboxInit{pid: pid, pidfd: pidfd}
+}
+
+func (c sandboxInit) kill() {
+	switch {
+	case c.pid <= 0: // not reported yet: bwrap's process group is all there is
+	case c.pidfd >= 0:
+		_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
+	default:
+		_ = syscall.Kill(c.pid, syscall.SIGKILL)
+	}
+}
+
+func (c sandboxInit) close() {
+	if c.pid > 0 && c.pidfd >= 0 {
+		unix.Close(c.pidfd)
+	}
 }
 
 func exitStatusOf(err error) int {

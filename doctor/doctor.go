@@ -12,8 +12,8 @@ import (
 var ids = []string{
 	"platform", "bwrap.found", "bwrap.permissions", "bwrap.version", "bwrap.features", "userns", "launch",
 	"selftest.launch-proof", "selftest.workdir-write", "selftest.outside-write", "selftest.git-readonly",
-	"selftest.env-clear", "selftest.secrets-hidden", "selftest.network", "selftest.proc-isolation",
-	"selftest.capabilities", "selftest.timeout-kill", "selftest.nested-userns",
+	"selftest.env-clear", "selftest.fd-isolation", "selftest.secrets-hidden", "selftest.network",
+	"selftest.proc-isolation", "selftest.capabilities", "selftest.timeout-kill", "selftest.nested-userns",
 }
 
 // IDs returns every check id, in report order.
@@ -42,6 +42,7 @@ func (s *session) specs() []Spec {
 		{ID: "selftest.outside-write", Needs: launch, Timeout: selftestTimeout, Run: s.checkOutsideWrite},
 		{ID: "selftest.git-readonly", Needs: launch, Timeout: selftestTimeout, Run: s.checkGitReadonly},
 		{ID: "selftest.env-clear", Needs: launch, Timeout: selftestTimeout, Run: s.checkEnvClear},
+		{ID: "selftest.fd-isolation", Needs: launch, Timeout: selftestTimeout, Run: s.checkFDIsolation},
 		{ID: "selftest.secrets-hidden", Needs: launch, Timeout: selftestTimeout, Run: s.checkSecretsHidden},
 		{ID: "selftest.network", Needs: launch, Timeout: selftestTimeout, Run: s.checkNetwork},
 		{ID: "selftest.proc-isolation", Needs: launch, Timeout: selftestTimeout, Run: s.checkProcIsolation},

@@ -17,6 +17,7 @@ type fixture struct {
 	home      string
 	secret    string // a file in home only the caller can read
 	gitConfig string
+	fdCanary  string // a file outside the workdir that fd-isolation holds open
 	token     string
 }
 
@@ -40,13 +41,14 @@ func newFixture(tempDir string) (*fixture, error) {
 	}
 	f.secret = filepath.Join(f.home, "secret")
 	f.gitConfig = filepath.Join(f.workdir, ".git", "config")
+	f.fdCanary = filepath.Join(base, "fd-canary-"+f.token)
 	for _, dir := range []string{f.workdir, filepath.Join(f.workdir, ".git"), f.sibling, f.home} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			f.remove()
 			return nil, err
 		}
 	}
-	for path, content := range map[string]string{f.secret: "canary " + f.token + "\n", f.gitConfig: gitConfigContent} {
+	for path, content := range map[string]string{f.secret: "canary " + f.token + "\n", f.gitConfig: gitConfigContent, f.fdCanary: "canary " + f.token + "\n"} {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			f.remove()
 			return nil, err

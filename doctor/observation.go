@@ -25,6 +25,17 @@ type envObservation struct {
 	Environ []string `json:"environ"`
 }
 
+// fdEntry is one descriptor the probe holds and its /proc/self/fd link target.
+type fdEntry struct {
+	FD     int    `json:"fd"`
+	Target string `json:"target"`
+}
+
+type fdObservation struct {
+	FDs   []fdEntry `json:"fds"`
+	Error string    `json:"error"` // the listing failed
+}
+
 type dialObservation struct {
 	Address string `json:"address"`
 	Error   string `json:"error"`

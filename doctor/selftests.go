@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -91,6 +92,29 @@ func (s *session) checkEnvClear(ctx context.Context) Check {
 		return failed("the environment probe did not run", err)
 	}
 	return envClearVerdict(observation.Environ, fixture.token, allowedEnv(s.cfg.Probe.Env))
+}
+
+func (s *session) checkFDIsolation(ctx context.Context) Check {
+	fixture, err := s.scene()
+	if err != nil {
+		return failed("no self-test directory", err)
+	}
+	// Opened without O_CLOEXEC, as a descriptor bwrapkit inherited from its caller would
+	// be, and held only for this probe. The other self-tests start sandboxes in parallel
+	// meanwhile; the canary stays out of theirs for the reason it must stay out of this
+	// one: sandbox.Run marks every descriptor above stderr close-on-exec before bwrap
+	// starts. (A child the doctor starts outside sandbox.Run, such as the userns check's
+	// clone, may inherit it: that child is on the host's side of the boundary anyway.)
+	canary, err := syscall.Open(fixture.fdCanary, syscall.O_RDONLY, 0)
+	if err != nil {
+		return failed("the canary descriptor could not be opened", err)
+	}
+	observation, err := decode[fdObservation](s.runProbe(ctx, probeRun{name: "fds"}))
+	syscall.Close(canary)
+	if err != nil {
+		return failed("the descriptor probe did not run", err)
+	}
+	return fdIsolationVerdict(observation, filepath.Base(fixture.fdCanary))
 }
 
 func (s *session) checkSecretsHidden(ctx context.Context) Check {

@@ -175,6 +175,40 @@ func allowedEnv(extra []string) func(string) bool {
 	}
 }
 
+// fdRemedy: bwrap gives the command every descriptor it inherits (an agent's socket, a CI
+// runner's log pipe), so keeping them out is the runner's job.
+const fdRemedy = "bwrap hands the command every descriptor it inherits, so the process that starts bwrap " +
+	"must mark all of them above stderr close-on-exec first, and this bwrapkit did not: report it with " +
+	"`bwrapkit doctor --json`; until it is fixed, do not run untrusted code from a process holding sockets, " +
+	"pipes or secret files open"
+
+// fdIsolationVerdict: the command holds stdin, stdout and stderr and nothing else, in
+// particular not the canary the doctor held open without close-on-exec.
+func fdIsolationVerdict(observation fdObservation, canary string) Check {
+	var held, leaked []string
+	for _, entry := range observation.FDs {
+		described := fmt.Sprintf("%d -> %s", entry.FD, entry.Target)
+		held = append(held, described)
+		if entry.FD > 2 {
+			if canary != "" && strings.Contains(entry.Target, canary) {
+				described += " (the doctor's canary)"
+			}
+			leaked = append(leaked, described)
+		}
+	}
+	detail := "inside: " + strings.Join(held, ", ")
+	switch {
+	case observation.Error != "":
+		return Check{Status: StatusFail, Summary: "the probe could not list its descriptors: " + observation.Error}
+	case len(leaked) > 0:
+		return Check{Status: StatusFail, Summary: "the command inherited descriptors beyond stdin, stdout and stderr: " + strings.Join(leaked, ", "),
+			Detail: detail, Remedy: fdRemedy}
+	case len(observation.FDs) == 0:
+		return Check{Status: StatusFail, Summary: "the probe listed no descriptors, not even its stdout"}
+	}
+	return pass("the command holds only stdin, stdout and stderr; a descriptor the doctor held open without close-on-exec stayed outside", detail)
+}
+
 // secretsHiddenVerdict: every read failed.
 func secretsHiddenVerdict(ops []fileOp) Check {
 	var readable, detail []string

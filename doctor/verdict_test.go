@@ -82,6 +82,41 @@ func TestEnvClearVerdict(t *testing.T) {
 	}
 }
 
+func TestFDIsolationVerdict(t *testing.T) {
+	stdio := []fdEntry{{0, "/dev/null"}, {1, "pipe:[101]"}, {2, "pipe:[102]"}}
+	canary := "fd-canary-f00d"
+	for _, tc := range []struct {
+		name        string
+		observation fdObservation
+		status      Status
+		mentions    []string // in the summary
+		remedy      bool     // a leak, which the runner must fix
+	}{
+		{"stdio only", fdObservation{FDs: stdio}, StatusOK, nil, false},
+		{"the canary leaked", fdObservation{FDs: append(stdio, fdEntry{3, "/tmp/bwrapkit-doctor-1/" + canary})}, StatusFail,
+			[]string{"3 -> /tmp/bwrapkit-doctor-1/" + canary + " (the doctor's canary)"}, true},
+		{"a caller's socket and pipe leaked", fdObservation{FDs: append(stdio, fdEntry{5, "socket:[7]"}, fdEntry{9, "pipe:[8]"})}, StatusFail,
+			[]string{"5 -> socket:[7]", "9 -> pipe:[8]"}, true},
+		{"unlistable", fdObservation{Error: "open /proc/self/fd: no such file or directory"}, StatusFail, []string{"could not list"}, false},
+		{"nothing listed", fdObservation{}, StatusFail, []string{"no descriptors"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fdIsolationVerdict(tc.observation, canary)
+			if c.Status != tc.status {
+				t.Fatalf("status %s, want %s: %s", c.Status, tc.status, c.Summary)
+			}
+			for _, want := range tc.mentions {
+				if !strings.Contains(c.Summary, want) {
+					t.Errorf("summary %q does not mention %q", c.Summary, want)
+				}
+			}
+			if tc.remedy && !strings.Contains(c.Remedy, "close-on-exec") {
+				t.Errorf("a leak without the remedy: %q", c.Remedy)
+			}
+		})
+	}
+}
+
 func TestNetworkVerdict(t *testing.T) {
 	if c := networkVerdict(dialObservation{Address: "127.0.0.1:1", Error: "connection refused"}, 0); c.Status != StatusOK {
 		t.Errorf("isolated: %s", c.Summary)

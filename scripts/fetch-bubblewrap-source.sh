@@ -21,15 +21,7 @@ readonly TARBALL="bubblewrap_0.12.0.orig.tar.xz"
 readonly SHA256="9760d007363e3abba7c747489910f9f82d9fca53ba3bd3282e396fa3c97a3314"
 readonly SOURCES_FILE="/etc/apt/sources.list.d/debian.sources"
 
-out="."
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --out) [ $# -ge 2 ] || usage; out="$2"; shift 2 ;;
-    --out=*) out="${1#--out=}"; shift ;;
-    -h|--help) usage 0 ;;
-    *) log "unknown argument: $1"; usage ;;
-  esac
-done
+parse_out_only "." "$@"
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"

@@ -18,15 +18,7 @@ readonly MEMBER="package/vendor/x86_64-unknown-linux-musl/codex-resources/bwrap"
 readonly SHA256="91a245ea678a7ae642f383a22576c3c476d0d6d3e2321a553f3ed8d4d487ed74"
 readonly SIZE=492984
 
-out="./dist"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --out) [ $# -ge 2 ] || usage; out="$2"; shift 2 ;;
-    --out=*) out="${1#--out=}"; shift ;;
-    -h|--help) usage 0 ;;
-    *) log "unknown argument: $1"; usage ;;
-  esac
-done
+parse_out_only "./dist" "$@"
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"

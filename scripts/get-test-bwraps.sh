@@ -21,15 +21,7 @@ readonly SRC_SHA256="9760d007363e3abba7c747489910f9f82d9fca53ba3bd3282e396fa3c97
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-out=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --out) [ $# -ge 2 ] || usage; out="$2"; shift 2 ;;
-    --out=*) out="${1#--out=}"; shift ;;
-    -h|--help) usage 0 ;;
-    *) log "unknown argument: $1"; usage ;;
-  esac
-done
+parse_out_only "" "$@"
 if [ -z "$out" ]; then
   root="$(git -C "$here" rev-parse --show-toplevel 2>/dev/null)" || root="$(dirname "$here")"
   out="$root/.cache/bwraps"

@@ -9,3 +9,19 @@ die() { log "error: $*"; exit 1; }
 # usage prints the script's usage line (line $usage_line of its header, default 4) and exits.
 usage() { sed -n "${usage_line:-4}p" "$0" | sed 's/^# //' >&2; exit "${1:-2}"; }
 sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+# parse_out_only sets $out from the only option these fetchers take, --out DIR (default $1),
+# and handles --help and anything unknown.
+# shellcheck disable=SC2034 # out is set for the sourcing script
+parse_out_only() {
+  out="$1"
+  shift
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --out) [ $# -ge 2 ] || usage; out="$2"; shift 2 ;;
+      --out=*) out="${1#--out=}"; shift ;;
+      -h|--help) usage 0 ;;
+      *) log "unknown argument: $1"; usage ;;
+    esac
+  done
+}

@@ -34,7 +34,7 @@ func (s *session) checkLaunch(ctx context.Context) Check {
 	switch {
 	case errors.As(err, &fixture):
 		return Check{Status: StatusFail, Summary: "the launch could not be tried: " + err.Error(),
-			Remedy: "the self-tests make their workdir under $TMPDIR (default /tmp): point TMPDIR at a writable directory, e.g. TMPDIR=$HOME/.cache bwrapkit doctor"}
+			Remedy: "the self-tests make their directory under ~/.cache/bwrapkit/selftest ($XDG_CACHE_HOME), or $TMPDIR where that cannot be made: make one of them writable, e.g. TMPDIR=/var/tmp bwrapkit doctor"}
 	case err != nil:
 		return Check{Status: StatusFail, Summary: "the launch could not be tried: " + err.Error(),
 			Remedy: "this is bwrapkit's own failure, not the host's; run `bwrapkit doctor -v` and report it with the output"}

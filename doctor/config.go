@@ -3,6 +3,7 @@ package doctor
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -24,7 +25,7 @@ type Config struct {
 	Probe ProbeCommand
 	// Checks limits the run to these ids and what they need; empty runs every check.
 	Checks []string
-	// TempDir is where the self-tests' workdir and home are made; default os.TempDir().
+	// TempDir is where the self-tests' workdir and home are made; default selfTestBase().
 	TempDir     string
 	ToolVersion string
 	// Parallel bounds how many checks run at once; default 2*GOMAXPROCS, at least 4.
@@ -58,7 +59,7 @@ func (c Config) withDefaults() Config {
 		c.GOOS, c.GOARCH = runtime.GOOS, runtime.GOARCH
 	}
 	if c.TempDir == "" {
-		c.TempDir = os.TempDir()
+		c.TempDir = selfTestBase()
 	}
 	if c.Parallel <= 0 {
 		c.Parallel = max(4, 2*runtime.GOMAXPROCS(0))
@@ -67,4 +68,18 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	return c
+}
+
+// selfTestBase is where the self-tests make their directory: the user's cache directory
+// rather than $TMPDIR where it can be made. The sandbox mounts private tmpfs on /tmp,
+// /var/tmp and /run, so a workdir below them has writable (if private) parents, and
+// outside-write could only prove that the host is unchanged, not that the write failed.
+func selfTestBase() string {
+	if cache, err := os.UserCacheDir(); err == nil {
+		base := filepath.Join(cache, "bwrapkit", "selftest")
+		if os.MkdirAll(base, 0o700) == nil {
+			return base
+		}
+	}
+	return os.TempDir()
 }

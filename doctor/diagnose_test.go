@@ -2,18 +2,20 @@ package doctor
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 	"github.com/bwrapkit/bwrapkit/platform"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 func stderrFixture(t *testing.T, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(repoPath("testdata", "bwrap", "stderr", name+".txt"))
+	data, err := os.ReadFile(filepath.Join(livetest.RepoRoot(), "testdata", "bwrap", "stderr", name+".txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 	"github.com/bwrapkit/bwrapkit/platform"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
@@ -32,7 +33,7 @@ func TestAppArmorProfileGolden(t *testing.T) {
 			if profile.File != tc.file || "/etc/apparmor.d/"+profile.Name != profile.File {
 				t.Errorf("file %s, name %s; want %s", profile.File, profile.Name, tc.file)
 			}
-			golden := repoPath("testdata", "doctor", "apparmor", tc.golden+".golden")
+			golden := filepath.Join(livetest.RepoRoot(), "testdata", "doctor", "apparmor", tc.golden+".golden")
 			if *updateGolden {
 				if err := os.WriteFile(golden, []byte(profile.Content), 0o644); err != nil {
 					t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
@@ -64,26 +63,20 @@ func selfProbe() (ProbeCommand, error) {
 	return ProbeCommand{Command: []string{executable}, Env: []string{helperVar + "=probe"}}, err
 }
 
-// skipLive skips, or fails when BWRAPKIT_TEST_REQUIRE_LIVE=1 (CI).
-func skipLive(t testing.TB, reason string) {
-	t.Helper()
-	livetest.Skip(t, reason)
-}
-
 // systemBwrap is the bwrap on PATH, on a host where user namespaces work; the test skips
 // only when either is truly absent.
 func systemBwrap(t testing.TB) string {
 	t.Helper()
 	path, err := exec.LookPath("bwrap")
 	if err != nil {
-		skipLive(t, "no bwrap on PATH (apt-get install bubblewrap)")
+		livetest.Skip(t, "no bwrap on PATH (apt-get install bubblewrap)")
 	}
 	probe, err := selfProbe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if errno := tryUserNamespace(probe); errno != 0 {
-		skipLive(t, "this host gives no user namespaces: "+errno.Error())
+		livetest.Skip(t, "this host gives no user namespaces: "+errno.Error())
 	}
 	return path
 }
@@ -91,18 +84,11 @@ func systemBwrap(t testing.TB) string {
 // cachedBwrap is one of the static bwraps scripts/get-test-bwraps.sh puts in .cache/bwraps.
 func cachedBwrap(t testing.TB, name string) string {
 	t.Helper()
-	path := repoPath(".cache", "bwraps", name)
+	path := filepath.Join(livetest.CachedBwraps(), name)
 	if _, err := os.Stat(path); err != nil {
-		skipLive(t, path+" is missing: run scripts/get-test-bwraps.sh")
+		livetest.Skip(t, path+" is missing: run scripts/get-test-bwraps.sh")
 	}
 	return path
-}
-
-// repoPath is a path in the repository, found from this source file's location, so a test
-// binary run from elsewhere (as nobody, from /tmp) still finds fixtures and the cache.
-func repoPath(parts ...string) string {
-	_, source, _, _ := runtime.Caller(0)
-	return filepath.Join(append([]string{filepath.Dir(filepath.Dir(source))}, parts...)...)
 }
 
 // liveConfig runs the doctor on bwrap with this test binary as the probe.

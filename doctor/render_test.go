@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
 func sampleReport() Report {
@@ -139,7 +141,7 @@ func TestRenderPrometheus(t *testing.T) {
 func TestRenderPrometheusPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		skipLive(t, "promtool is not installed (apt-get install prometheus)")
+		livetest.Skip(t, "promtool is not installed (apt-get install prometheus)")
 	}
 	for name, report := range map[string]Report{"failing": sampleReport(), "no bwrap": {Status: StatusFail, Checks: sampleReport().Checks[:1]}} {
 		var out bytes.Buffer

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -17,20 +16,13 @@ import (
 
 	"github.com/mholt/archives"
 
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
-// cachedBwraps is where scripts/build-static-bwrap.sh leaves the reproducible static
-// build and its release archive: the module's .cache, found from this source file so a
-// test binary run elsewhere (as nobody, from /tmp) finds it too.
-func cachedBwraps() string {
-	_, source, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(source), "..", ".cache", "bwraps")
-}
-
 // benchBinary prefers the static build: it is what users download.
 func benchBinary(b *testing.B) (realBinary, string) {
-	for _, name := range []string{filepath.Join(cachedBwraps(), "bwrap-0.12.0"), systemBwrap} {
+	for _, name := range []string{filepath.Join(livetest.CachedBwraps(), "bwrap-0.12.0"), systemBwrap} {
 		data, err := os.ReadFile(name)
 		if err != nil {
 			continue

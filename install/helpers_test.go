@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/bwrapkit/bwrapkit/internal/livetest"
 	"io"
 	"io/fs"
 	"net/http"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 
 	"github.com/mholt/archives"
 
@@ -40,11 +41,11 @@ func loadBwrap(t testing.TB) realBinary {
 	t.Helper()
 	data, err := os.ReadFile(systemBwrap)
 	if err != nil {
-		requireLive(t, "no real bwrap to install: "+err.Error())
+		livetest.Skip(t, "no real bwrap to install: "+err.Error())
 	}
 	features, err := sandbox.Probe(context.Background(), systemBwrap)
 	if err != nil {
-		requireLive(t, "the real bwrap does not run: "+err.Error())
+		livetest.Skip(t, "the real bwrap does not run: "+err.Error())
 	}
 	return realBinary{data: data, version: features.Version}
 }
@@ -58,11 +59,6 @@ func (b realBinary) variant() realBinary {
 func (b realBinary) artifact(sources ...Source) Artifact {
 	sum := sha256.Sum256(b.data)
 	return Artifact{Version: b.version, Arch: "amd64", SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b.data)), Sources: sources}
-}
-
-func requireLive(t testing.TB, reason string) {
-	t.Helper()
-	livetest.Skip(t, reason)
 }
 
 func requireRoot(t testing.TB, why string) {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
 const goodSHA = "253c70372599ac19851ffcc923acca01fe1bcf6b4b03fce789fd9fb3e2ff6270"
@@ -152,9 +154,9 @@ func TestDefaultManifestPinsTheReproducibleBuilds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := os.ReadFile(filepath.Join(cachedBwraps(), built))
+		data, err := os.ReadFile(filepath.Join(livetest.CachedBwraps(), built))
 		if err != nil {
-			requireLive(t, "the static builds are not there (scripts/get-test-bwraps.sh): "+err.Error())
+			livetest.Skip(t, "the static builds are not there (scripts/get-test-bwraps.sh): "+err.Error())
 			return
 		}
 		sum := sha256.Sum256(data)
@@ -164,7 +166,7 @@ func TestDefaultManifestPinsTheReproducibleBuilds(t *testing.T) {
 		// The release archive (what the source URL serves) streams through the installer's
 		// own download and verification to exactly the pinned member. (Not installed: an
 		// arm64 binary cannot pass the run check on this machine.)
-		mirrored, err := artifact.WithMirror(cachedBwraps())
+		mirrored, err := artifact.WithMirror(livetest.CachedBwraps())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -77,7 +77,7 @@ func cachedPin(t *testing.T) install.Artifact {
 	if runtime.GOARCH != "amd64" {
 		livetest.Skip(t, "the cached static bwrap is built for amd64")
 	}
-	cache := filepath.Join(livetest.RepoRoot(), ".cache", "bwraps")
+	cache := livetest.CachedBwraps()
 	if _, err := os.Stat(filepath.Join(cache, "bwrap-0.12.0-linux-amd64.tar.gz")); err != nil {
 		livetest.Skip(t, "no cached static bwrap: run scripts/get-test-bwraps.sh")
 	}

@@ -19,7 +19,7 @@ import (
 // PATH: locate finds the managed install, run runs through it, the doctor is healthy.
 func TestE2EInstallThenLocateRunDoctor(t *testing.T) {
 	livetest.SystemBwrap(t)
-	cache := filepath.Join(livetest.RepoRoot(), ".cache", "bwraps")
+	cache := livetest.CachedBwraps()
 	for _, name := range []string{"bwrap-0.12.0", "bwrap-0.12.0-linux-amd64.tar.gz"} {
 		if _, err := os.Stat(filepath.Join(cache, name)); err != nil {
 			livetest.Skip(t, "the static build is not there (scripts/get-test-bwraps.sh): "+err.Error())

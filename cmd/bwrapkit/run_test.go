@@ -5,19 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
-	"syscall"
-	"time"
-
-	"github.com/bwrapkit/bwrapkit/sandbox"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
+	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 func TestRunBadUsageExitsTwoAndRunsNothing(t *testing.T) {

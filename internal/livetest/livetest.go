@@ -43,7 +43,7 @@ func Bwraps(t testing.TB) []Bwrap {
 		return nil
 	}
 	found = append(found, Bwrap{"debian", path})
-	cache := filepath.Join(RepoRoot(), ".cache", "bwraps")
+	cache := CachedBwraps()
 	for _, extra := range []Bwrap{{"static-0.12.0", "bwrap-0.12.0"}, {"codex", "bwrap-codex"}} {
 		extra.Path = filepath.Join(cache, extra.Path)
 		if _, err := os.Stat(extra.Path); err != nil {
@@ -62,6 +62,10 @@ func SystemBwrap(t testing.TB) string {
 	t.Helper()
 	return Bwraps(t)[0].Path
 }
+
+// CachedBwraps is where scripts/get-test-bwraps.sh leaves the static builds, their release
+// archives and the source tarball.
+func CachedBwraps() string { return filepath.Join(RepoRoot(), ".cache", "bwraps") }
 
 // RepoRoot is the module root, found from this file's location at build time.
 func RepoRoot() string {

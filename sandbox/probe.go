@@ -126,6 +126,19 @@ func Probe(ctx context.Context, bwrapPath string) (Features, error) {
 	return features, nil
 }
 
+// Capable probes bwrapPath and refuses it, as an *UnavailableError, when it lacks an
+// option the boundary needs: what Run checks, for callers that build the argv themselves.
+func Capable(ctx context.Context, bwrapPath string) (Features, error) {
+	features, err := Probe(ctx, bwrapPath)
+	if err != nil {
+		return Features{}, &UnavailableError{Reason: ReasonUnsupported, Bwrap: bwrapPath, Missing: Required, Err: err}
+	}
+	if missing := features.Missing(); len(missing) > 0 {
+		return Features{}, &UnavailableError{Reason: ReasonUnsupported, Bwrap: bwrapPath, Missing: missing}
+	}
+	return features, nil
+}
+
 // probeOutput runs the binary with one argument and no stdin, returning stdout and
 // stderr together (old bwraps print --help to stderr).
 func probeOutput(ctx context.Context, bwrapPath, arg string) (string, error) {

@@ -49,13 +49,12 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 		return Result{}, err
 	}
 	if policy.Features.Options == nil {
-		features, err := Probe(ctx, opts.Bwrap)
+		features, err := Capable(ctx, opts.Bwrap)
 		if err != nil {
-			return Result{}, &UnavailableError{Reason: ReasonUnsupported, Bwrap: opts.Bwrap, Missing: Required, Err: err}
+			return Result{}, err
 		}
 		policy.Features = features
-	}
-	if missing := policy.Features.Missing(); len(missing) > 0 {
+	} else if missing := policy.Features.Missing(); len(missing) > 0 {
 		return Result{}, &UnavailableError{Reason: ReasonUnsupported, Bwrap: opts.Bwrap, Missing: missing}
 	}
 	argv, err := Argv(opts.Bwrap, policy, cmd)

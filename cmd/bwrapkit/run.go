@@ -91,12 +91,9 @@ func prepare(ctx context.Context, opts *runOptions) (string, sandbox.Policy, err
 	if err != nil {
 		return "", sandbox.Policy{}, unavailableFromLocate(err)
 	}
-	features, err := sandbox.Probe(ctx, found.Path)
+	features, err := sandbox.Capable(ctx, found.Path)
 	if err != nil {
-		return "", sandbox.Policy{}, &sandbox.UnavailableError{Reason: sandbox.ReasonUnsupported, Bwrap: found.Path, Missing: sandbox.Required, Err: err}
-	}
-	if missing := features.Missing(); len(missing) > 0 {
-		return "", sandbox.Policy{}, &sandbox.UnavailableError{Reason: sandbox.ReasonUnsupported, Bwrap: found.Path, Missing: missing}
+		return "", sandbox.Policy{}, err
 	}
 	policy.Features = features
 	return found.Path, policy, nil

@@ -68,10 +68,10 @@ bench: build test-bwraps
 	@echo "== whole commands, interleaved side by side with bwrap itself"
 	@$(GO) build -o $(CACHE)/benchcmp ./internal/benchcmp
 	@mkdir -p $(SCRATCH) && cd $(SCRATCH) && \
-	../benchcmp -rounds 200 -name-a "bwrapkit run -- /bin/true" -name-b "bwrap, argv from bwrapkit argv" \
-		-a '["$(CURDIR)/bwrapkit","run","--","/bin/true"]' -b "$$($(CURDIR)/bwrapkit argv -- /bin/true)" && \
-	../benchcmp -rounds 20 -warmup 2 -unit "launches per doctor" -name-a "bwrapkit doctor" -name-b "one raw bwrap launch" \
-		-a '["$(CURDIR)/bwrapkit","doctor","--output","/dev/null"]' -b "$$($(CURDIR)/bwrapkit argv -- /bin/true)"
+	../benchcmp -rounds 200 -fd3 ../filter.bpf -name-a "bwrapkit run -- /bin/true" -name-b "bwrap, argv from bwrapkit argv" \
+		-a '["$(CURDIR)/bwrapkit","run","--","/bin/true"]' -b "$$($(CURDIR)/bwrapkit argv --seccomp-file ../filter.bpf -- /bin/true)" && \
+	../benchcmp -rounds 20 -warmup 2 -fd3 ../filter.bpf -unit "launches per doctor" -name-a "bwrapkit doctor" -name-b "one raw bwrap launch" \
+		-a '["$(CURDIR)/bwrapkit","doctor","--output","/dev/null"]' -b "$$($(CURDIR)/bwrapkit argv --seccomp-file ../filter.bpf -- /bin/true)"
 
 e2e: build
 	$(GO) test -count=1 -run 'E2E' ./cmd/bwrapkit

@@ -164,7 +164,7 @@ func (s *session) checkFeatures(ctx context.Context) Check {
 	if err != nil {
 		return Check{Status: StatusFail, Summary: err.Error(), Remedy: installRemedy}
 	}
-	if len(features.Missing()) == len(sandbox.Required) {
+	if len(features.Missing()) == len(sandbox.Required()) {
 		// Nothing like bwrap's --help: its own words say why (a setuid refusal, say).
 		facts := s.facts()
 		facts.Reason, facts.Missing, facts.Stderr = sandbox.ReasonUnsupported, features.Missing(), helpText(ctx, path)
@@ -193,7 +193,7 @@ func featuresVerdict(path string, features sandbox.Features) Check {
 	install := &Fix{Kind: FixInstall, Bwrap: path, Commands: []string{"bwrapkit install"}}
 	missing := features.Missing()
 	switch {
-	case len(missing) == len(sandbox.Required):
+	case len(missing) == len(sandbox.Required()):
 		return Check{Status: StatusFail, Summary: path + " does not behave like bwrap: its --help lists none of the options the boundary needs",
 			Detail: detail, Remedy: installRemedy, Fix: install}
 	case len(missing) > 0:

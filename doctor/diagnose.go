@@ -85,7 +85,7 @@ func Diagnose(f Facts) Diagnosis {
 	case f.Setuid && hint.setuid:
 		// Decisive whatever else failed: such a build refuses even --help when setuid.
 		return setuidUnsupported(f, "the setuid bit is set and bwrap refuses setuid use")
-	case f.Reason == sandbox.ReasonUnsupported && len(f.Missing) < len(sandbox.Required):
+	case f.Reason == sandbox.ReasonUnsupported && len(f.Missing) < len(sandbox.Required()):
 		return missingOptions(f)
 	case f.Reason == sandbox.ReasonUnsupported || f.Reason == sandbox.ReasonNoLaunchProof && hint.none:
 		return notBwrap(f)

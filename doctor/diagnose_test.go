@@ -91,10 +91,10 @@ func TestDiagnose(t *testing.T) {
 		{"codex proc masked, text only", "codex-proc-masked", setup, nil, CauseProcMasked, []string{"unmask=ALL"}},
 		// Setuid.
 		{"0.12.0 setuid", "static-0.12.0-setuid", setup, []tweak{func(f *Facts) { f.Setuid = true }}, CauseSetuidUnsupported, []string{"sudo chmod u-s /usr/bin/bwrap"}},
-		{"codex setuid refuses even --help", "codex-setuid", sandbox.ReasonUnsupported, []tweak{func(f *Facts) { f.Setuid, f.Missing = true, sandbox.Required }}, CauseSetuidUnsupported, []string{"chmod u-s"}},
+		{"codex setuid refuses even --help", "codex-setuid", sandbox.ReasonUnsupported, []tweak{func(f *Facts) { f.Setuid, f.Missing = true, sandbox.Required() }}, CauseSetuidUnsupported, []string{"chmod u-s"}},
 		// Not bwrap, or none.
 		{"impostor", "impostor-true", sandbox.ReasonNoLaunchProof, nil, CauseNotBwrap, []string{"bwrapkit install"}},
-		{"impostor by --help", "impostor-true", sandbox.ReasonUnsupported, []tweak{func(f *Facts) { f.Missing = sandbox.Required }}, CauseNotBwrap, []string{"bwrapkit install"}},
+		{"impostor by --help", "impostor-true", sandbox.ReasonUnsupported, []tweak{func(f *Facts) { f.Missing = sandbox.Required() }}, CauseNotBwrap, []string{"bwrapkit install"}},
 		{"too old", "", sandbox.ReasonUnsupported, []tweak{func(f *Facts) { f.Missing = []string{"json-status-fd"} }}, CauseMissingOptions, []string{"bwrapkit install"}},
 		{"not found", "", sandbox.ReasonNotFound, nil, CauseNoBwrap, []string{"bwrapkit install"}},
 		{"hang", "", sandbox.ReasonLaunchTimeout, nil, CauseLaunchTimeout, []string{"stuck mount"}},

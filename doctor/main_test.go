@@ -11,7 +11,6 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
 	"github.com/bwrapkit/bwrapkit/locate"
-	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 // helperVar makes the test binary a helper process (the standard library's
@@ -20,8 +19,6 @@ import (
 const helperVar = "BWRAPKIT_DOCTOR_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	// Tests must not read or write the user's real probe cache.
-	sandbox.ProbeCacheDir = ""
 	switch os.Getenv(helperVar) {
 	case "probe":
 		os.Exit(RunProbe(os.Args[1:], os.Stdout, os.Stderr))

@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 func TestMain(m *testing.M) {
@@ -16,7 +14,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// Tests must not write into the user's real probe cache.
-	sandbox.ProbeCacheDir = filepath.Join(dir, "probe")
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")) // before the process's prober is first made
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -4,19 +4,39 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // DefaultPath is the command's PATH inside the sandbox.
 const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
 
+// ArgvSeccompFD is where the argv of Argv has bwrap read its seccomp filter: a caller that
+// execs that argv itself opens the program (SeccompProgram) on this descriptor. Without
+// it bwrap refuses to start, so a forgotten filter fails closed.
+const ArgvSeccompFD = 3
+
 // Argv is the complete bwrap command line for running cmd under policy, bwrapPath
-// first. It is pure: everything it depends on is in its arguments.
+// first, with bind sources named by path and the filter on ArgvSeccompFD. It is pure:
+// everything it depends on is in its arguments. Run builds the same line with every
+// bind source held open (--bind-fd) and verifies the result before the command starts.
 func Argv(bwrapPath string, policy Policy, cmd []string) ([]string, error) {
+	return build(bwrapPath, policy, cmd, layout{seccompFD: ArgvSeccompFD})
+}
+
+// layout is where the descriptors a launch passes to bwrap sit.
+type layout struct {
+	seccompFD int
+	// sourceFD maps a bind source to a descriptor open on it; bound with --bind-fd or
+	// --ro-bind-fd, so bwrap binds what was checked, not whatever the path names later.
+	sourceFD map[string]int
+}
+
+func build(bwrapPath string, policy Policy, cmd []string, fds layout) ([]string, error) {
 	if err := check(bwrapPath, policy, cmd); err != nil {
 		return nil, err
 	}
-	argv := make([]string, 0, 96+2*len(policy.Env)+len(cmd))
+	argv := make([]string, 0, 128+2*len(policy.Env)+len(cmd))
 	argv = append(argv, bwrapPath,
 		// As root, --unshare-all silently skips the user namespace; ask for it by name.
 		"--unshare-all", "--unshare-user")
@@ -43,23 +63,55 @@ func Argv(bwrapPath string, policy Policy, cmd []string) ([]string, error) {
 		}
 		argv = append(argv, "--ro-bind", path, path)
 	}
-	argv = append(argv, "--proc", "/proc", "--dev", "/dev",
-		"--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run")
+	argv = append(argv, "--proc", "/proc")
+	argv = appendKernelSurface(argv, policy.Host.Proc)
+	argv = append(argv, "--dev", "/dev")
+	for _, dir := range privateTmpfs() {
+		argv = append(argv, "--tmpfs", dir)
+	}
 
 	for _, bind := range binds(policy) {
+		if fd, ok := fds.sourceFD[bind.path]; ok && policy.Features.Has("bind-fd") && policy.Features.Has("ro-bind-fd") {
+			argv = append(argv, bind.option+"-fd", strconv.Itoa(fd), bind.path)
+			continue
+		}
 		argv = append(argv, bind.option, bind.path, bind.path)
 	}
 	// Last of the mounts: anything not bound read-write above now fails with EROFS
-	// instead of landing silently in bwrap's throwaway root tmpfs.
+	// instead of landing silently in bwrap's throwaway root tmpfs. Run also takes a
+	// read-only root as the sign that bwrap's setup is complete (see gate.go).
 	argv = append(argv, "--remount-ro", "/")
 
 	for _, entry := range environment(policy) {
 		name, value, _ := strings.Cut(entry, "=")
 		argv = append(argv, "--setenv", name, value)
 	}
+	// bwrap reads the filter after setup, just before the command: Run's gate.
+	argv = append(argv, "--seccomp", strconv.Itoa(fds.seccompFD))
 	argv = append(argv, "--chdir", policy.Workdir, "--")
 	return append(argv, cmd...), nil
 }
+
+// appendKernelSurface closes the parts of the fresh /proc that act on the whole host:
+// runc's read-only paths (bound from the host's /proc read-only, since bwrap's sources
+// are outside paths) and masked paths (a file covered by /dev/null, a directory by an
+// empty read-only tmpfs). A root caller is host uid 0 inside, and file permissions alone
+// would let it write /proc/sys, /proc/sysrq-trigger or /proc/irq.
+func appendKernelSurface(argv []string, proc ProcSurface) []string {
+	for _, path := range proc.ReadOnly {
+		argv = append(argv, "--ro-bind", path, path)
+	}
+	for _, path := range proc.MaskFiles {
+		argv = append(argv, "--ro-bind", "/dev/null", path)
+	}
+	for _, path := range proc.MaskDirs {
+		argv = append(argv, "--tmpfs", path, "--remount-ro", path)
+	}
+	return argv
+}
+
+// privateTmpfs are the directories that get a private tmpfs of their own.
+func privateTmpfs() []string { return []string{"/tmp", "/var/tmp", "/run"} }
 
 type bind struct {
 	option string
@@ -67,18 +119,40 @@ type bind struct {
 }
 
 // binds orders the policy's binds parent before child, so a read-only path inside
-// the workdir lands on top of it, and the workdir on top of a read-only parent.
+// the workdir lands on top of it, and the workdir on top of a read-only parent. Every
+// writable directory between the workdir and a protected path is bound onto itself: a
+// mount point cannot be renamed or removed, so the command cannot move the protected
+// path away (rename its parent) and put its own file at the protected name.
 func binds(policy Policy) []bind {
-	all := make([]bind, 0, 2+len(policy.ReadOnly)+len(policy.Protect))
+	all := make([]bind, 0, 2+len(policy.ReadOnly)+2*len(policy.Protect))
 	all = append(all, bind{"--bind", policy.Workdir})
+	readOnly := append(slices.Clone(policy.ReadOnly), policy.Protect...)
 	for _, path := range policy.ReadOnly {
 		all = append(all, bind{"--ro-bind", path})
 	}
 	for _, path := range policy.Protect {
 		all = append(all, bind{"--ro-bind", path})
 	}
+	for _, ancestor := range protectAncestors(policy.Workdir, policy.Protect, readOnly) {
+		all = append(all, bind{"--bind", ancestor})
+	}
 	slices.SortStableFunc(all, func(a, b bind) int { return depth(a.path) - depth(b.path) })
 	return all
+}
+
+// protectAncestors are the directories strictly between workdir and each protected path
+// that are still writable inside (not at or under a read-only bind), each once.
+func protectAncestors(workdir string, protect, readOnly []string) []string {
+	var ancestors []string
+	for _, path := range protect {
+		for _, ancestor := range ancestorsBelow(workdir, path) {
+			covered := slices.ContainsFunc(readOnly, func(ro string) bool { return within(ro, ancestor) })
+			if !covered && !slices.Contains(ancestors, ancestor) {
+				ancestors = append(ancestors, ancestor)
+			}
+		}
+	}
+	return ancestors
 }
 
 func depth(path string) int {
@@ -105,16 +179,19 @@ func check(bwrapPath string, policy Policy, cmd []string) error {
 	if !isCleanAbs(policy.Workdir) {
 		return &PolicyError{"--workdir", policy.Workdir, "must be an absolute, resolved path"}
 	}
-	if err := refuseRoot("--workdir", policy.Workdir, policy.Workdir); err != nil {
+	if err := RefuseWritable("--workdir", policy.Workdir, policy.Workdir, Guard{}); err != nil {
 		return err
 	}
 	for _, path := range policy.ReadOnly {
 		if !isCleanAbs(path) {
 			return &PolicyError{"--ro", path, "must be an absolute, resolved path"}
 		}
+		if err := RefuseReadOnly("--ro", path, path); err != nil {
+			return err
+		}
 	}
 	for _, path := range policy.Protect {
-		if !isCleanAbs(path) || !within(policy.Workdir, path) {
+		if !isCleanAbs(path) || !within(policy.Workdir, path) || path == policy.Workdir {
 			return &PolicyError{"--protect", path, "must be a resolved path inside the workdir"}
 		}
 	}

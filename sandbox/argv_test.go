@@ -11,6 +11,7 @@ var mergedUsrHost = Host{
 	Roots: []RootEntry{{"/bin", "usr/bin"}, {"/lib", "usr/lib"}, {"/lib64", "usr/lib64"}, {"/sbin", "usr/sbin"}},
 	Etc:   []string{"/etc/ld.so.cache", "/etc/passwd", "/etc/resolv.conf"},
 	Env:   []string{"LANG=C.UTF-8"},
+	Proc:  ProcSurface{ReadOnly: []string{"/proc/sys"}, MaskFiles: []string{"/proc/keys"}, MaskDirs: []string{"/proc/acpi"}},
 }
 
 var withDisableUserns = ParseFeatures("    --disable-userns  Disable further use of user namespaces\n", "bubblewrap 0.8.0")
@@ -25,10 +26,12 @@ func TestArgvWholeCommandLine(t *testing.T) {
 		--new-session --cap-drop ALL --clearenv --ro-bind /usr /usr
 		--symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin
 		--ro-bind /etc/ld.so.cache /etc/ld.so.cache --ro-bind /etc/passwd /etc/passwd
-		--proc /proc --dev /dev --tmpfs /tmp --tmpfs /var/tmp --tmpfs /run
+		--proc /proc --ro-bind /proc/sys /proc/sys --ro-bind /dev/null /proc/keys
+		--tmpfs /proc/acpi --remount-ro /proc/acpi
+		--dev /dev --tmpfs /tmp --tmpfs /var/tmp --tmpfs /run
 		--bind /src/app /src/app --ro-bind /src/app/.git /src/app/.git --remount-ro /
 		--setenv PATH /usr/local/bin:/usr/bin:/bin --setenv HOME /src/app --setenv TMPDIR /tmp
-		--setenv LANG C.UTF-8 --setenv CI 1 --chdir /src/app -- make -j2`)
+		--setenv LANG C.UTF-8 --setenv CI 1 --seccomp 3 --chdir /src/app -- make -j2`)
 	if !slices.Equal(argv, want) {
 		t.Errorf("argv:\n got %q\nwant %q", argv, want)
 	}

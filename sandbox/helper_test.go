@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	}
 	// Tests must not write into the user's real cache.
 	cacheDir, _ := os.MkdirTemp("", "bwrapkit-probe-cache-")
-	ProbeCacheDir = filepath.Join(cacheDir, "probe")
+	os.Setenv("XDG_CACHE_HOME", cacheDir) // before the process's prober is first made
 	code := m.Run()
 	os.RemoveAll(cacheDir)
 	os.Exit(code)
@@ -93,6 +93,9 @@ func helperMain(args []string) int {
 	case "unshare-user":
 		fmt.Println(errText(syscall.Unshare(syscall.CLONE_NEWUSER)))
 	default:
+		if code, ok := attackHelper(args); ok {
+			return code
+		}
 		fmt.Fprintf(os.Stderr, "unknown helper action %q\n", args[0])
 		return 2
 	}

@@ -16,6 +16,27 @@ type Host struct {
 	Etc []string
 	// Env are the caller's locale and terminal variables that pass through.
 	Env []string
+	// Proc is the kernel surface of /proc to close, as this kernel has it.
+	Proc ProcSurface
+}
+
+// ProcSurface are the /proc entries this kernel has that act on (or show) the whole
+// host: runc's read-only and masked paths. Only existing entries are listed, since bwrap
+// cannot mount over a path the fresh /proc lacks.
+type ProcSurface struct {
+	ReadOnly  []string // bound read-only
+	MaskFiles []string // covered by /dev/null
+	MaskDirs  []string // covered by an empty read-only tmpfs
+}
+
+// procReadOnly and procMasked are runc's lists (libcontainer/specconv's defaults).
+func procReadOnly() []string {
+	return []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+}
+
+func procMasked() []string {
+	return []string{"/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+		"/proc/latency_stats", "/proc/sched_debug", "/proc/scsi", "/proc/timer_list", "/proc/timer_stats"}
 }
 
 // RootEntry is one top-level system path.
@@ -29,15 +50,17 @@ var systemRoots = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64"}
 
 // EtcAllowlist is the narrow part of /etc a command needs to run and resolve names:
 // the loader, alternatives, CA certificates, users and groups, time zone, hosts.
-// Never /etc/shadow or the rest: secrets live there.
-var EtcAllowlist = []string{
-	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-	"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/passwd", "/etc/group",
-	"/etc/nsswitch.conf", "/etc/localtime", "/etc/hosts",
+// Never /etc/shadow or the rest: secrets live there. (A fresh copy each call.)
+func EtcAllowlist() []string {
+	return []string{
+		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+		"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/passwd", "/etc/group",
+		"/etc/nsswitch.conf", "/etc/localtime", "/etc/hosts",
+	}
 }
 
 // EtcNetwork is bound only with the host network.
-var EtcNetwork = []string{"/etc/resolv.conf"}
+func EtcNetwork() []string { return []string{"/etc/resolv.conf"} }
 
 // passEnvNames are the caller's variables (with LC_*) that shape output, not behaviour.
 var passEnvNames = []string{"LANG", "TZ", "TERM"}
@@ -61,13 +84,35 @@ func ScanHost(environ []string) Host {
 		}
 		host.Roots = append(host.Roots, entry)
 	}
-	for _, path := range append(append([]string{}, EtcAllowlist...), EtcNetwork...) {
+	for _, path := range append(EtcAllowlist(), EtcNetwork()...) {
 		if _, err := os.Stat(path); err == nil {
 			host.Etc = append(host.Etc, path)
 		}
 	}
 	host.Env = localeEnv(environ)
+	host.Proc = scanProc()
 	return host
+}
+
+// scanProc lists the kernel-surface entries this kernel's /proc has.
+func scanProc() ProcSurface {
+	var proc ProcSurface
+	for _, path := range procReadOnly() {
+		if _, err := os.Lstat(path); err == nil {
+			proc.ReadOnly = append(proc.ReadOnly, path)
+		}
+	}
+	for _, path := range procMasked() {
+		info, err := os.Lstat(path)
+		switch {
+		case err != nil:
+		case info.IsDir():
+			proc.MaskDirs = append(proc.MaskDirs, path)
+		default:
+			proc.MaskFiles = append(proc.MaskFiles, path)
+		}
+	}
+	return proc
 }
 
 // localeEnv picks LANG, LC_*, TZ and TERM from the caller's environment, in its order.
@@ -96,7 +141,7 @@ func getenvFrom(environ []string) func(string) string {
 }
 
 func isNetworkEtc(path string) bool {
-	for _, candidate := range EtcNetwork {
+	for _, candidate := range EtcNetwork() {
 		if filepath.Clean(path) == candidate {
 			return true
 		}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ const (
 	ReasonNoLaunchProof Reason = "no-launch-proof" // bwrap exited without ever reporting child-pid
 	ReasonLaunchTimeout Reason = "launch-timeout"  // no child-pid within the bound
 	ReasonInvalidPolicy Reason = "invalid-policy"  // the policy itself was refused
+	ReasonUntrusted     Reason = "untrusted-bwrap" // the bwrap sits where a sandbox or another user can replace it
+	ReasonUnverified    Reason = "unverified"      // the built sandbox did not match what was checked (a path raced), or could not be inspected
+	ReasonHardening     Reason = "hardening"       // a piece of the boundary (filter, limits, descriptor hygiene) could not be put in place
 )
 
 // UnavailableError says the command did not run because the boundary was not built.
@@ -43,7 +47,9 @@ type UnavailableError struct {
 	Stderr string
 	// Missing lists required options absent from --help (ReasonUnsupported).
 	Missing []string
-	Err     error
+	// NotBwrap: the binary lists none of bwrap's options at all (ReasonUnsupported).
+	NotBwrap bool
+	Err      error
 }
 
 func (e *UnavailableError) Error() string {
@@ -63,9 +69,13 @@ func (e *UnavailableError) cause() string {
 	case ReasonNotFound:
 		return "no bwrap found"
 	case ReasonNotExecutable:
+		var execErr *ExecError
+		if errors.As(e.Err, &execErr) {
+			return execErr.Error()
+		}
 		return fmt.Sprintf("%s is not executable (%v)", e.Bwrap, e.Err)
 	case ReasonUnsupported:
-		if len(e.Missing) == len(Required) {
+		if e.NotBwrap {
 			return fmt.Sprintf("%s does not behave like bwrap: its --help lists none of bwrap's options", e.Bwrap)
 		}
 		return fmt.Sprintf("%s lacks options the boundary needs: --%s", e.Bwrap, strings.Join(e.Missing, ", --"))
@@ -77,7 +87,7 @@ func (e *UnavailableError) cause() string {
 		return fmt.Sprintf("%s exited without reporting a sandboxed child (%v); it is not a working bwrap", e.Bwrap, e.Err)
 	case ReasonLaunchTimeout:
 		return fmt.Sprintf("%s did not report a sandboxed child within %v and was killed", e.Bwrap, e.Err)
-	case ReasonInvalidPolicy:
+	case ReasonInvalidPolicy, ReasonUntrusted, ReasonUnverified, ReasonHardening:
 		return e.Err.Error()
 	}
 	return string(e.Reason)
@@ -92,6 +102,12 @@ func (e *UnavailableError) Remedy() string {
 		return "run `bwrapkit doctor` to see why this host refused (user namespaces, AppArmor, container) and how to fix it"
 	case ReasonInvalidPolicy:
 		return "fix the flag named above"
+	case ReasonUntrusted:
+		return "use a bwrap only root can replace: `bwrapkit install` (as root it installs under /usr/local/lib/bwrapkit), your distribution's package, or --bwrap /usr/bin/bwrap"
+	case ReasonUnverified:
+		return "something changed the paths while the sandbox was being built (another sandbox sharing the directory?); run again, and check what else writes there"
+	case ReasonHardening:
+		return "run `bwrapkit doctor` to see which part of the boundary this host cannot provide"
 	}
 	return "run `bwrapkit doctor`"
 }
@@ -117,6 +133,7 @@ type launch struct {
 	bwrapStatus  int  // bwrap's own exit status; -1 if killed by a signal
 	stderr       string
 	timedOut     bool // our --timeout fired after launch
+	withheld     bool // the gate never released the filter: setup did not reach the command
 }
 
 // classify decides what a finished bwrap means. It is the one place that turns
@@ -124,6 +141,11 @@ type launch struct {
 func classify(l launch) (Result, Reason) {
 	switch {
 	case l.childPID == 0:
+		if l.bwrapStatus != 0 && strings.Contains(l.stderr, "bwrap:") {
+			return Result{}, ReasonSetupFailed
+		}
+		return Result{}, ReasonNoLaunchProof
+	case l.withheld:
 		if l.bwrapStatus != 0 && strings.Contains(l.stderr, "bwrap:") {
 			return Result{}, ReasonSetupFailed
 		}

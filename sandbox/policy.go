@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -30,10 +33,6 @@ type Policy struct {
 	Features Features
 }
 
-// RefusedWorkdirs are the roots a workdir may never be: binding one read-write would
-// hand the command the system itself.
-var RefusedWorkdirs = []string{"/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/proc", "/sys", "/dev", "/run", "/var"}
-
 // PolicyError is a policy the sandbox refuses to build: bad input, not a host failure.
 type PolicyError struct {
 	Field  string
@@ -53,15 +52,26 @@ type Request struct {
 	Network  bool
 	Env      []string // NAME=VALUE
 	PassEnv  []string // names copied from the caller's environment when set
+	// Trusted is bwrapkit's own state the sandbox must never be able to write: its home
+	// (with the managed bwrap) and the bwrap in use. The probe cache is added by NewPolicy.
+	Trusted []string
 }
 
 // NewPolicy resolves a Request against the file system and the caller's environment
 // (environ, as os.Environ returns it) into a Policy: the only place where sandbox
-// policy touches the host.
+// policy touches the host. Every refusal is decided on the fully resolved path.
 func NewPolicy(request Request, environ []string) (Policy, error) {
 	getenv := getenvFrom(environ)
+	guard := Guard{Home: callerHomes(getenv), Trusted: trustedState(request.Trusted, environ)}
 	workdir, err := resolveDir("--workdir", request.Workdir)
 	if err != nil {
+		return Policy{}, err
+	}
+	given := request.Workdir
+	if given == "" || given == "." {
+		given = "(the current directory)"
+	}
+	if err := RefuseWritable("--workdir", given, workdir, guard); err != nil {
 		return Policy{}, err
 	}
 	policy := Policy{Workdir: workdir, Network: request.Network, Host: ScanHost(environ)}
@@ -70,25 +80,23 @@ func NewPolicy(request Request, environ []string) (Policy, error) {
 		if err != nil {
 			return Policy{}, err
 		}
+		if err := RefuseReadOnly("--ro", path, real); err != nil {
+			return Policy{}, err
+		}
 		policy.ReadOnly = append(policy.ReadOnly, real)
 	}
 	for _, path := range request.Protect {
-		if filepath.IsAbs(path) {
-			return Policy{}, &PolicyError{"--protect", path, "must be relative to the workdir"}
-		}
-		real, err := resolvePath("--protect", filepath.Join(workdir, path))
+		protected, err := resolveProtect(workdir, path)
 		if err != nil {
 			return Policy{}, err
 		}
-		if !within(workdir, real) {
-			// A link out of the workdir leads somewhere the sandbox cannot see anyway.
-			continue
-		}
-		policy.Protect = append(policy.Protect, real)
+		policy.Protect = append(policy.Protect, protected)
 	}
-	if git, ok := gitPath(workdir); ok {
-		policy.Protect = append(policy.Protect, git)
+	gitProtected, err := gitEntries(workdir)
+	if err != nil {
+		return Policy{}, err
 	}
+	policy.Protect = append(policy.Protect, gitProtected...)
 	for _, entry := range request.Env {
 		if err := checkEnvEntry(entry); err != nil {
 			return Policy{}, err
@@ -106,20 +114,81 @@ func NewPolicy(request Request, environ []string) (Policy, error) {
 	return policy, nil
 }
 
-// gitPath is the workdir's .git (a directory, or a worktree's file) to re-bind read-only,
-// so hooks and config the host's git will run cannot be planted from inside. A .git that
-// is a symlink out of the workdir is not bound at all: bwrap would follow it and mount its
-// target (say /etc, planted by an earlier run) read-only inside, for the command to read.
-func gitPath(workdir string) (string, bool) {
-	git := filepath.Join(workdir, ".git")
-	if _, err := os.Lstat(git); err != nil {
-		return "", false
+// resolveProtect checks a --protect path: relative to the workdir, existing, and reached
+// without any symlink. A protected symlink, or one on the way to the path, lives in the
+// writable workdir: the command could retarget it, and the host would then see another
+// file at the protected name.
+func resolveProtect(workdir, path string) (string, error) {
+	if filepath.IsAbs(path) {
+		return "", &PolicyError{"--protect", path, "must be relative to the workdir"}
 	}
-	real, err := filepath.EvalSymlinks(git)
-	if err != nil || !within(workdir, real) {
-		return "", false
+	lexical := filepath.Join(workdir, path)
+	if !within(workdir, lexical) || lexical == workdir {
+		return "", &PolicyError{"--protect", path, "must name a path inside the workdir"}
 	}
-	return real, true
+	real, err := resolvePath("--protect", lexical)
+	if err != nil {
+		return "", err
+	}
+	if real != lexical {
+		return "", &PolicyError{"--protect", path, fmt.Sprintf("is reached through a symlink (it resolves to %s); a command could retarget the link, so protect the real path instead", real)}
+	}
+	return real, nil
+}
+
+// callerHomes are the caller's home directories, resolved: $HOME and the passwd entry's.
+func callerHomes(getenv func(string) string) []string {
+	var homes []string
+	for _, home := range []string{getenv("HOME"), passwdHome(os.Getuid())} {
+		if home == "" || !filepath.IsAbs(home) {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(home); err == nil && !slices.Contains(homes, real) {
+			homes = append(homes, real)
+		}
+	}
+	return homes
+}
+
+// trustedState resolves bwrapkit's state paths; a path that does not exist yet is kept
+// with its existing prefix resolved, since a workdir must not enclose where it will be
+// created either.
+func trustedState(given []string, environ []string) []string {
+	all := append(slices.Clone(given), defaultProber(environ).CacheDirs...)
+	var trusted []string
+	for _, path := range all {
+		if path == "" || !filepath.IsAbs(path) {
+			continue
+		}
+		real := resolveExisting(filepath.Clean(path))
+		if !slices.Contains(trusted, real) {
+			trusted = append(trusted, real)
+		}
+	}
+	return trusted
+}
+
+// passwdHome is the home directory the user database names for uid, or "".
+func passwdHome(uid int) string {
+	account, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return ""
+	}
+	return account.HomeDir
+}
+
+// resolveExisting resolves the longest existing prefix of path and keeps the rest.
+func resolveExisting(path string) string {
+	rest := ""
+	for current := path; ; current = filepath.Dir(current) {
+		if real, err := filepath.EvalSymlinks(current); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if current == "/" || current == "." {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(current), rest)
+	}
 }
 
 func lookup(getenv func(string) string, name string) (string, bool) {
@@ -157,11 +226,7 @@ func resolveDir(field, path string) (string, error) {
 	if !info.IsDir() {
 		return "", &PolicyError{field, path, "is not a directory"}
 	}
-	if path == "." {
-		// Said plainly: the user may not have passed --workdir at all.
-		path = "(the current directory, " + real + ")"
-	}
-	return real, refuseRoot(field, path, real)
+	return real, nil
 }
 
 // resolvePath makes path absolute, clean and free of symlinks, as bwrap will see it.
@@ -178,18 +243,4 @@ func resolvePath(field, path string) (string, error) {
 		return "", &PolicyError{field, path, err.Error()}
 	}
 	return real, nil
-}
-
-func refuseRoot(field, given, real string) error {
-	for _, root := range RefusedWorkdirs {
-		if real == root {
-			return &PolicyError{field, given, fmt.Sprintf("is the system directory %s; choose a project directory", root)}
-		}
-	}
-	return nil
-}
-
-// within reports whether path is dir or below it.
-func within(dir, path string) bool {
-	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }

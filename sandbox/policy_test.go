@@ -21,7 +21,7 @@ func TestNewPolicyResolvesPaths(t *testing.T) {
 	policy, err := NewPolicy(Request{
 		Workdir:  filepath.Join(real, "link-to-project", "..", "link-to-project"),
 		ReadOnly: []string{filepath.Join(real, "tools")},
-		Protect:  []string{"secrets", "escape"},
+		Protect:  []string{"secrets"},
 		Env:      []string{"A=1", "B=x=y"},
 		PassEnv:  []string{"TOKEN", "UNSET"},
 	}, []string{"TOKEN=t", "LANG=C.UTF-8", "LC_ALL=C", "SECRET=s"})
@@ -31,7 +31,6 @@ func TestNewPolicyResolvesPaths(t *testing.T) {
 	if policy.Workdir != project {
 		t.Errorf("workdir %s, want the resolved %s", policy.Workdir, project)
 	}
-	// A protected link out of the workdir points where the sandbox cannot see anyway.
 	// (No .git here: nothing to add.)
 	if !slices.Equal(policy.Protect, []string{filepath.Join(project, "secrets")}) {
 		t.Errorf("protect %v", policy.Protect)
@@ -77,7 +76,7 @@ func TestNewPolicyRefuses(t *testing.T) {
 	}
 }
 
-func TestNewPolicyProtectsGitButNeverFollowsItOut(t *testing.T) {
+func TestNewPolicyProtectsGit(t *testing.T) {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	cases := []struct {
 		name  string
@@ -87,12 +86,6 @@ func TestNewPolicyProtectsGitButNeverFollowsItOut(t *testing.T) {
 		{"no .git", func(string) {}, nil},
 		{".git directory", func(w string) { os.Mkdir(filepath.Join(w, ".git"), 0o755) }, []string{".git"}},
 		{".git file (worktree)", func(w string) { os.WriteFile(filepath.Join(w, ".git"), []byte("gitdir: x"), 0o644) }, []string{".git"}},
-		{".git link inside", func(w string) {
-			os.Mkdir(filepath.Join(w, "real-git"), 0o755)
-			os.Symlink("real-git", filepath.Join(w, ".git"))
-		}, []string{"real-git"}},
-		{".git link out", func(w string) { os.Symlink("/etc", filepath.Join(w, ".git")) }, nil},
-		{".git dangling link", func(w string) { os.Symlink("/nowhere", filepath.Join(w, ".git")) }, nil},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,6 +102,49 @@ func TestNewPolicyProtectsGitButNeverFollowsItOut(t *testing.T) {
 			}
 			if !slices.Equal(policy.Protect, want) {
 				t.Errorf("protect %v, want %v", policy.Protect, want)
+			}
+		})
+	}
+}
+
+// TestNewPolicyRefusesGitAndProtectSymlinks: a symlinked .git, or a protected path that
+// is or passes through a symlink, lives in the writable workdir: a command could retarget
+// the link (.git -> /etc planted by an earlier run, cfg -> cfg-real) and a later host git
+// or reader would follow it. These are refused, never bound.
+func TestNewPolicyRefusesGitAndProtectSymlinks(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	cases := []struct {
+		name    string
+		setup   func(workdir string)
+		protect []string
+	}{
+		{".git link inside", func(w string) {
+			os.Mkdir(filepath.Join(w, "real-git"), 0o755)
+			os.Symlink("real-git", filepath.Join(w, ".git"))
+		}, nil},
+		{".git link out", func(w string) { os.Symlink("/etc", filepath.Join(w, ".git")) }, nil},
+		{".git dangling link", func(w string) { os.Symlink("/nowhere", filepath.Join(w, ".git")) }, nil},
+		{"protected symlink", func(w string) {
+			os.WriteFile(filepath.Join(w, "cfg-real"), nil, 0o644)
+			os.Symlink("cfg-real", filepath.Join(w, "cfg"))
+		}, []string{"cfg"}},
+		{"protected path through a symlinked parent", func(w string) {
+			os.MkdirAll(filepath.Join(w, "real", "workflows"), 0o755)
+			os.Symlink("real", filepath.Join(w, ".github"))
+		}, []string{".github/workflows"}},
+		{"protected link out of the workdir", func(w string) { os.Symlink("/etc", filepath.Join(w, "escape")) }, []string{"escape"}},
+		{"protect the workdir itself", func(string) {}, []string{"."}},
+		{"protect above the workdir", func(string) {}, []string{"../x"}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			workdir := filepath.Join(root, fmt.Sprint(i))
+			os.Mkdir(workdir, 0o755)
+			c.setup(workdir)
+			_, err := NewPolicy(Request{Workdir: workdir, Protect: c.protect}, nil)
+			var policyErr *PolicyError
+			if !errors.As(err, &policyErr) {
+				t.Fatalf("want a PolicyError, got %v", err)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,23 +27,29 @@ type Features struct {
 // Has reports whether the binary lists the long option name (without "--").
 func (f Features) Has(name string) bool { return f.Options[name] }
 
-// Required are the options the runner cannot build its boundary without.
-var Required = []string{
-	"unshare-all", "unshare-user", "share-net", "die-with-parent", "new-session",
-	"cap-drop", "clearenv", "setenv", "ro-bind", "ro-bind-try", "bind", "symlink",
-	"proc", "dev", "tmpfs", "remount-ro", "chdir", "json-status-fd",
+// Required are the options the runner cannot build its boundary without (a fresh copy).
+func Required() []string {
+	return []string{
+		"unshare-all", "unshare-user", "share-net", "die-with-parent", "new-session",
+		"cap-drop", "clearenv", "setenv", "ro-bind", "ro-bind-try", "bind", "symlink",
+		"proc", "dev", "tmpfs", "remount-ro", "chdir", "json-status-fd", "seccomp",
+	}
 }
 
 // Missing lists the required options the binary does not offer.
 func (f Features) Missing() []string {
 	var missing []string
-	for _, name := range Required {
+	for _, name := range Required() {
 		if !f.Has(name) {
 			missing = append(missing, name)
 		}
 	}
 	return missing
 }
+
+// IsBwrap reports whether the binary's --help lists any of bwrap's options at all: a
+// binary that lists none is something else (an impostor, a wrapper that prints nothing).
+func (f Features) IsBwrap() bool { return len(f.Missing()) < len(Required()) }
 
 // ParseFeatures reads the texts of `bwrap --help` and `bwrap --version`. An option is
 // an indented line starting "--name"; the version is X.Y.Z of "bubblewrap X.Y.Z".
@@ -96,10 +103,22 @@ const probeTimeout = 5 * time.Second
 
 var probeMemo sync.Map // file identity -> Features, for this process
 
+// Probe runs `bwrap --help` and `bwrap --version` once per binary with the process's
+// default prober (see DefaultProber).
+func Probe(ctx context.Context, bwrapPath string) (Features, error) {
+	return processProber().Probe(ctx, bwrapPath)
+}
+
+// Capable probes with the process's default prober and refuses what the boundary cannot
+// be built with; see Prober.Capable.
+func Capable(ctx context.Context, bwrapPath string) (Features, error) {
+	return processProber().Capable(ctx, bwrapPath)
+}
+
 // Probe runs `bwrap --help` and `bwrap --version` once per binary (keyed by the file's
 // identity, so a replaced binary is probed again; see probecache.go) and parses what
-// they print.
-func Probe(ctx context.Context, bwrapPath string) (Features, error) {
+// they print. A binary that cannot be executed at all is an *ExecError.
+func (p Prober) Probe(ctx context.Context, bwrapPath string) (Features, error) {
 	info, err := os.Stat(bwrapPath)
 	if err != nil {
 		return Features{}, err
@@ -108,11 +127,14 @@ func Probe(ctx context.Context, bwrapPath string) (Features, error) {
 	if memo, ok := probeMemo.Load(identity); ok && identity != "" {
 		return memo.(Features), nil
 	}
-	if cached, ok := cachedFeatures(identity); ok {
+	if cached, ok := p.cached(identity); ok {
 		probeMemo.Store(identity, cached)
 		return cached, nil
 	}
 	help, helpErr := probeOutput(ctx, bwrapPath, "--help")
+	if execErr := asExecError(bwrapPath, helpErr); execErr != nil {
+		return Features{}, execErr
+	}
 	version, versionErr := probeOutput(ctx, bwrapPath, "--version")
 	if helpErr != nil && help == "" {
 		return Features{}, fmt.Errorf("%s --help: %w", bwrapPath, helpErr)
@@ -122,19 +144,24 @@ func Probe(ctx context.Context, bwrapPath string) (Features, error) {
 	}
 	features := ParseFeatures(help, version)
 	probeMemo.Store(identity, features)
-	storeFeatures(identity, features)
+	p.store(identity, features)
 	return features, nil
 }
 
-// Capable probes bwrapPath and refuses it, as an *UnavailableError, when it lacks an
-// option the boundary needs: what Run checks, for callers that build the argv themselves.
-func Capable(ctx context.Context, bwrapPath string) (Features, error) {
-	features, err := Probe(ctx, bwrapPath)
-	if err != nil {
-		return Features{}, &UnavailableError{Reason: ReasonUnsupported, Bwrap: bwrapPath, Missing: Required, Err: err}
+// Capable probes bwrapPath and refuses it, as an *UnavailableError, when it cannot be
+// executed or lacks an option the boundary needs: what Run checks, for callers that
+// build the argv themselves.
+func (p Prober) Capable(ctx context.Context, bwrapPath string) (Features, error) {
+	features, err := p.Probe(ctx, bwrapPath)
+	var execErr *ExecError
+	switch {
+	case errors.As(err, &execErr):
+		return Features{}, &UnavailableError{Reason: ReasonNotExecutable, Bwrap: bwrapPath, Err: execErr}
+	case err != nil:
+		return Features{}, &UnavailableError{Reason: ReasonUnsupported, Bwrap: bwrapPath, Missing: Required(), NotBwrap: true, Err: err}
 	}
 	if missing := features.Missing(); len(missing) > 0 {
-		return Features{}, &UnavailableError{Reason: ReasonUnsupported, Bwrap: bwrapPath, Missing: missing}
+		return Features{}, &UnavailableError{Reason: ReasonUnsupported, Bwrap: bwrapPath, Missing: missing, NotBwrap: !features.IsBwrap()}
 	}
 	return features, nil
 }

@@ -50,7 +50,7 @@ func TestParseFeaturesOfImpostors(t *testing.T) {
 		{"Usage: true [ignored command line arguments]\n  or:  true OPTION\n      --help     display this help and exit\n", "true (GNU coreutils) 9.1\n"},
 	} {
 		features := ParseFeatures(c.help, c.version)
-		if len(features.Missing()) < len(Required)-1 || features.Version != "" {
+		if len(features.Missing()) < len(Required())-1 || features.Version != "" {
 			t.Errorf("an impostor passes: %+v", features)
 		}
 	}
@@ -70,7 +70,7 @@ func TestProbeCachesPerBinaryAndSeesReplacement(t *testing.T) {
 		t.Fatalf("copy of the system bwrap: %v", first.Missing())
 	}
 	os.WriteFile(path, []byte("#!/bin/sh\necho nope\n"), 0o755)
-	if second, _ := Probe(context.Background(), path); !slices.Equal(second.Missing(), Required) {
+	if second, _ := Probe(context.Background(), path); !slices.Equal(second.Missing(), Required()) {
 		t.Fatalf("the replaced binary was not probed again: %+v", second)
 	}
 }
@@ -86,21 +86,20 @@ func readFixture(t *testing.T, name string) string {
 
 func TestProbeCacheSurvivesTheProcessAndIgnoresDamage(t *testing.T) {
 	system := livetest.SystemBwrap(t)
-	saved := ProbeCacheDir
-	ProbeCacheDir = t.TempDir()
-	t.Cleanup(func() { ProbeCacheDir = saved })
+	prober := Prober{CacheDirs: []string{filepath.Join(t.TempDir(), "probe")}}
 	info, _ := os.Stat(system)
 	identity := fileIdentity(system, info)
 	probeMemo.Delete(identity)
-	if _, err := Probe(context.Background(), system); err != nil {
+	if _, err := prober.Probe(context.Background(), system); err != nil {
 		t.Fatal(err)
 	}
-	if cached, ok := cachedFeatures(identity); !ok || len(cached.Missing()) != 0 {
+	if cached, ok := prober.cached(identity); !ok || len(cached.Missing()) != 0 {
 		t.Fatalf("not on disk: %+v", cached)
 	}
-	os.WriteFile(probeCachePath(identity), []byte("damaged\n"), 0o600)
+	entry := filepath.Join(prober.CacheDir(), cacheName(identity))
+	os.WriteFile(entry, []byte("damaged\n"), 0o600)
 	probeMemo.Delete(identity)
-	if features, err := Probe(context.Background(), system); err != nil || len(features.Missing()) != 0 {
+	if features, err := prober.Probe(context.Background(), system); err != nil || len(features.Missing()) != 0 {
 		t.Fatalf("a damaged cache must only cost a probe: %+v %v", features, err)
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -55,14 +58,84 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 		}
 		policy.Features = features
 	} else if missing := policy.Features.Missing(); len(missing) > 0 {
-		return Result{}, &UnavailableError{Reason: ReasonUnsupported, Bwrap: opts.Bwrap, Missing: missing}
+		return Result{}, &UnavailableError{Reason: ReasonUnsupported, Bwrap: opts.Bwrap, Missing: missing, NotBwrap: !policy.Features.IsBwrap()}
 	}
-	argv, err := Argv(opts.Bwrap, policy, cmd)
-	if err != nil {
+	if err := check(opts.Bwrap, policy, cmd); err != nil {
 		return Result{}, &UnavailableError{Reason: ReasonInvalidPolicy, Bwrap: opts.Bwrap, Err: err}
 	}
-	argv = append([]string{argv[0], "--json-status-fd", statusFD}, argv[1:]...)
-	return start(ctx, argv, opts)
+	if err := CheckPlacement(opts.Bwrap, policy); err != nil {
+		return Result{}, err
+	}
+	program, err := SeccompProgram()
+	if err != nil {
+		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: fmt.Errorf("the seccomp filter cannot be built: %w", err)}
+	}
+	if len(program) > pipeAtomicWrite {
+		// The filter must reach bwrap in one atomic write, or a bwrapkit that dies midway
+		// could leave it a shorter, valid, weaker program.
+		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: fmt.Errorf("the seccomp filter is %d bytes, more than one atomic pipe write", len(program))}
+	}
+	plan, err := planLaunch(policy, cmd, opts.Bwrap)
+	if err != nil {
+		return Result{}, err
+	}
+	defer plan.close()
+	plan.program = program
+	return start(ctx, plan, opts)
+}
+
+const (
+	// Descriptors bwrap inherits: the status pipe, the filter pipe, then bind sources.
+	seccompFD = 4
+	firstFD   = 5
+	// pipeAtomicWrite is PIPE_BUF: a write of at most this many bytes is never split.
+	pipeAtomicWrite = 4096
+)
+
+// launchPlan is one launch, ready to start: the argv, the descriptors behind it and
+// what the gate must find in the finished sandbox.
+type launchPlan struct {
+	argv     []string
+	files    []*os.File // ExtraFiles from fd 5 on: the bind sources, with --bind-fd
+	sources  map[string]source
+	expected []expectation
+	program  []byte
+}
+
+// planLaunch opens every bind source and builds the argv that binds those descriptors.
+func planLaunch(policy Policy, cmd []string, bwrap string) (*launchPlan, error) {
+	plan := &launchPlan{sources: map[string]source{}}
+	fds := layout{seccompFD: seccompFD, sourceFD: map[string]int{}}
+	byFD := policy.Features.Has("bind-fd") && policy.Features.Has("ro-bind-fd")
+	for _, bind := range binds(policy) {
+		if _, done := plan.sources[bind.path]; done {
+			continue
+		}
+		src, err := openSource(bind.path)
+		if err != nil {
+			plan.close()
+			return nil, &UnavailableError{Reason: ReasonUnverified, Bwrap: bwrap, Err: err}
+		}
+		plan.sources[bind.path] = src
+		if byFD {
+			fds.sourceFD[bind.path] = firstFD + len(plan.files)
+			plan.files = append(plan.files, src.file)
+		}
+	}
+	argv, err := build(bwrap, policy, cmd, fds)
+	if err != nil {
+		plan.close()
+		return nil, &UnavailableError{Reason: ReasonInvalidPolicy, Bwrap: bwrap, Err: err}
+	}
+	plan.argv = append([]string{argv[0], "--json-status-fd", statusFD}, argv[1:]...)
+	plan.expected = expectations(policy, plan.sources)
+	return plan, nil
+}
+
+func (p *launchPlan) close() {
+	for _, src := range p.sources {
+		src.file.Close()
+	}
 }
 
 // usable checks the bwrap path before anything is executed.
@@ -84,35 +157,57 @@ func usable(bwrap string) error {
 	return nil
 }
 
+// CheckPlacement refuses a bwrap that the sandbox itself could replace: one inside the
+// workdir (a command plants `.venv/bin/bwrap`, an activated venv puts it first on PATH,
+// and the next run would execute it unsandboxed on the host).
+func CheckPlacement(bwrap string, policy Policy) error {
+	real, err := filepath.EvalSymlinks(bwrap)
+	if err != nil {
+		return &UnavailableError{Reason: ReasonNotFound, Bwrap: bwrap, Err: err}
+	}
+	if within(policy.Workdir, real) {
+		return &UnavailableError{Reason: ReasonUntrusted, Bwrap: bwrap, Err: fmt.Errorf("%s is inside the workdir %s, which sandboxed commands can write: one could have planted it", real, policy.Workdir)}
+	}
+	return nil
+}
+
 // start runs bwrap and watches its status fd: the effectful half of Run.
-func start(ctx context.Context, argv []string, opts Options) (Result, error) {
-	keepInheritedFDsOut()
+func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) {
+	argv := plan.argv
+	if err := keepInheritedFDsOut(); err != nil {
+		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: argv[0], Err: err}
+	}
 	statusRead, statusWrite, err := os.Pipe()
 	if err != nil {
 		return Result{}, &UnavailableError{Reason: ReasonStartFailed, Bwrap: argv[0], Err: err}
 	}
 	defer statusRead.Close()
+	filterRead, filterWrite, err := os.Pipe()
+	if err != nil {
+		statusWrite.Close()
+		return Result{}, &UnavailableError{Reason: ReasonStartFailed, Bwrap: argv[0], Err: err}
+	}
+	filter := &heldFilter{pipe: filterWrite}
+	defer filter.withhold()
 
 	stderr := &tailWriter{out: opts.Stderr, max: stderrTailSize}
 	process := exec.Command(argv[0], argv[1:]...)
 	process.Stdin, process.Stdout, process.Stderr = opts.Stdin, opts.Stdout, stderr
-	process.ExtraFiles = []*os.File{statusWrite}
+	process.ExtraFiles = append([]*os.File{statusWrite, filterRead}, plan.files...)
 	process.Env = []string{} // bwrap gets nothing of ours; --setenv builds the inside
 	// Its own process group: a terminal's ^C reaches bwrapkit, which decides.
 	process.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	process.WaitDelay = drainBound
 
 	began := time.Now()
-	if err := process.Start(); err != nil {
-		statusWrite.Close()
+	exited, err := startInFreshKeyring(process)
+	statusWrite.Close()
+	filterRead.Close()
+	if err != nil {
 		return Result{}, &UnavailableError{Reason: ReasonStartFailed, Bwrap: argv[0], Err: err}
 	}
-	statusWrite.Close()
 
 	status := watchStatus(statusRead)
-	exited := make(chan error, 1)
-	go func() { exited <- process.Wait() }()
-
 	observed := launch{}
 	var child sandboxInit
 	defer child.close()
@@ -122,9 +217,11 @@ func start(ctx context.Context, argv []string, opts Options) (Result, error) {
 	}
 	launchTimer := time.NewTimer(launchTimeout)
 	defer launchTimer.Stop()
+	gateCtx, stopGate := context.WithCancel(ctx)
+	defer stopGate()
+	var gated <-chan error
 	var deadline <-chan time.Time
-	var waitErr error
-	var interrupted error
+	var waitErr, interrupted, refused error
 	cancelled := ctx.Done()
 
 wait:
@@ -133,6 +230,14 @@ wait:
 		case pid := <-status.childPID:
 			observed.childPID = pid
 			child = holdInit(pid)
+			gated = gate(gateCtx, pid, plan, filter)
+		case err := <-gated:
+			gated = nil
+			if err != nil {
+				refused = err
+				kill(process, child)
+				continue
+			}
 			launchTimer.Stop()
 			if opts.Timeout > 0 {
 				timer := time.NewTimer(opts.Timeout)
@@ -154,6 +259,7 @@ wait:
 			break wait
 		}
 	}
+	stopGate()
 
 	// bwrap has exited; its status pipe closes with it (the namespace's processes die
 	// with their init), so this read is short.
@@ -167,16 +273,114 @@ wait:
 	}
 	observed.stderr = stderr.tail()
 	observed.bwrapStatus = exitStatusOf(waitErr)
+	observed.withheld = !filter.released()
 
 	result, reason := classify(observed)
 	result.Duration = time.Since(began)
-	if interrupted != nil {
+	switch {
+	case interrupted != nil:
 		return result, interrupted
-	}
-	if reason != "" {
+	case refused != nil:
+		return Result{}, &UnavailableError{Reason: ReasonUnverified, Bwrap: argv[0], Stderr: observed.stderr, Err: refused}
+	case reason != "":
 		return Result{}, &UnavailableError{Reason: reason, Bwrap: argv[0], Stderr: observed.stderr, Err: waitErr}
 	}
 	return result, nil
+}
+
+// gate waits for the sandbox's setup to finish, verifies it, and only then releases the
+// seccomp filter that bwrap is waiting for (see gate.go). The answer arrives once.
+func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter) <-chan error {
+	answer := make(chan error, 1)
+	go func() {
+		root, err := awaitSetup(ctx, pid)
+		if err == nil {
+			err = verifyMounts(root, plan.expected)
+			root.Close()
+		}
+		if err == nil {
+			err = filter.release(plan.program)
+		}
+		if err != nil && ctx.Err() != nil {
+			return // the sandbox ended (or was ended) first: nothing to refuse
+		}
+		answer <- err
+	}()
+	return answer
+}
+
+// heldFilter is the write end of the filter pipe: written once when the gate passes, and
+// closed empty otherwise, which makes bwrap fail before the command.
+type heldFilter struct {
+	mu   sync.Mutex
+	pipe *os.File
+	sent bool
+}
+
+func (h *heldFilter) release(program []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.pipe == nil {
+		return errors.New("the sandbox was ended before its filter was released")
+	}
+	_, err := h.pipe.Write(program)
+	h.pipe.Close()
+	h.pipe = nil
+	if err != nil {
+		return fmt.Errorf("handing bwrap its seccomp filter: %w", err)
+	}
+	h.sent = true
+	return nil
+}
+
+func (h *heldFilter) withhold() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.pipe != nil {
+		h.pipe.Close()
+		h.pipe = nil
+	}
+}
+
+func (h *heldFilter) released() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sent
+}
+
+// startInFreshKeyring starts process from a thread of its own that first joins a new,
+// empty session keyring: bwrap does not namespace keyrings, and the child inherits the
+// forking thread's, so the caller's keys would otherwise be one keyctl away. The thread
+// stays until bwrap exits: --die-with-parent's signal fires when the forking thread
+// ends, not the process. The keyring is a second wall; the filter denies keyctl.
+func startInFreshKeyring(process *exec.Cmd) (<-chan error, error) {
+	started := make(chan error, 1)
+	exited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread, with its keyring, ends with this goroutine
+		// A NULL name: an anonymous keyring no other process can join by name.
+		if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 && !keyringsUnavailable(errno) {
+			err := error(errno)
+			started <- fmt.Errorf("joining a fresh session keyring: %w", err)
+			return
+		}
+		if err := process.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- process.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return exited, nil
+}
+
+// keyringsUnavailable: no keyrings in this kernel, or keyctl already filtered (a
+// container's seccomp profile). Then the command cannot reach any keyring either.
+func keyringsUnavailable(err error) bool {
+	return errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)
 }
 
 // kill ends the sandbox: SIGKILL to the namespace's init takes every process in the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/bwrapkit/bwrapkit/internal/atomicfile"
 
 	"github.com/spf13/cobra"
 
@@ -10,6 +11,7 @@ import (
 
 func newArgvCmd(s streams, global *globalOptions) *cobra.Command {
 	opts := &runOptions{streams: s, global: global}
+	var seccompFile string
 	cmd := &cobra.Command{
 		Use:   "argv [run flags] -- CMD [ARG...]",
 		Short: "Print, as a JSON array, the bwrap command line run would exec",
@@ -17,8 +19,15 @@ func newArgvCmd(s streams, global *globalOptions) *cobra.Command {
 same flags, as one JSON array of strings, without the status fd. For toolchains that
 exec bwrap themselves. --timeout and --report are accepted and have no effect here.
 
+The argv has bwrap read its seccomp filter from descriptor 3 (--seccomp 3): write the
+filter with --seccomp-file FILE and open it there when you exec the argv (in a shell:
+3<FILE). Without it bwrap refuses to start, so a forgotten filter fails closed. The
+argv binds paths, and nothing checks the finished sandbox before the command starts;
+"bwrapkit run" binds the checked directories' descriptors and verifies the mounts first.
+
 Exit status: 0 printed; 125 no usable bwrap (nothing printed); 2 bad usage.`,
 		Example: `  bwrapkit argv -- make test
+  bwrapkit argv --seccomp-file /tmp/filter.bpf -- make test
   bwrapkit argv --net --workdir /src/app -- npm ci | jq -r '.[]'`,
 		Args: commandArgs(&opts.command),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -30,6 +39,15 @@ Exit status: 0 printed; 125 no usable bwrap (nothing printed); 2 bad usage.`,
 			if err != nil {
 				return usageError{err}
 			}
+			if seccompFile != "" {
+				program, err := sandbox.SeccompProgram()
+				if err != nil {
+					return &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Bwrap: bwrap, Err: err}
+				}
+				if err := atomicfile.Write(seccompFile, program, 0o644); err != nil {
+					return usagef("--seccomp-file %s: %v", seccompFile, err)
+				}
+			}
 			data, err := json.Marshal(argv)
 			if err != nil {
 				return err
@@ -39,5 +57,6 @@ Exit status: 0 printed; 125 no usable bwrap (nothing printed); 2 bad usage.`,
 		},
 	}
 	addRunFlags(cmd, opts)
+	cmd.Flags().StringVar(&seccompFile, "seccomp-file", "", "write the seccomp filter the argv reads on descriptor 3 to `FILE`")
 	return cmd
 }

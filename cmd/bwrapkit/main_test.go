@@ -8,8 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-
-	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 // builtBinary is bwrapkit built once for the end-to-end tests, which run it as users
@@ -36,7 +34,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	// Tests must not write into the user's real cache.
-	sandbox.ProbeCacheDir = filepath.Join(dir, "probe")
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")) // before the process's prober is first made
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -79,7 +79,13 @@ func commandArgs(command *[]string) cobra.PositionalArgs {
 
 // prepare finds bwrap, probes it, and resolves the policy: what run and argv share.
 func prepare(ctx context.Context, opts *runOptions) (string, sandbox.Policy, error) {
-	policy, err := sandbox.NewPolicy(opts.request, opts.Environ())
+	if opts.timeout < 0 {
+		return "", sandbox.Policy{}, usagef("--timeout %v: must not be negative (0 means none)", opts.timeout)
+	}
+	request := opts.request
+	// bwrapkit's home holds the managed bwrap every later run executes.
+	request.Trusted = append(request.Trusted, opts.global.home(opts.streams))
+	policy, err := sandbox.NewPolicy(request, opts.Environ())
 	var policyErr *sandbox.PolicyError
 	if errors.As(err, &policyErr) {
 		return "", sandbox.Policy{}, usageError{err}
@@ -90,6 +96,9 @@ func prepare(ctx context.Context, opts *runOptions) (string, sandbox.Policy, err
 	found, err := locate.Find(opts.global.query(opts.streams), locate.OS{})
 	if err != nil {
 		return "", sandbox.Policy{}, unavailableFromLocate(err)
+	}
+	if err := sandbox.CheckPlacement(found.Path, policy); err != nil {
+		return "", sandbox.Policy{}, err
 	}
 	features, err := sandbox.Capable(ctx, found.Path)
 	if err != nil {

@@ -36,7 +36,12 @@ func TestRunBadUsageExitsTwoAndRunsNothing(t *testing.T) {
 		{"workdir missing", []string{"run", "--workdir", filepath.Join(workdir, "nope"), "--", "touch", marker}, "does not exist"},
 		{"workdir is a file", []string{"run", "--workdir", file, "--", "touch", marker}, "is not a directory"},
 		{"workdir is a system root", []string{"run", "--workdir", "/etc", "--", "touch", marker}, "system directory /etc"},
-		{"workdir is /", []string{"run", "--workdir", "/", "--", "touch", marker}, "system directory /"},
+		{"workdir is /", []string{"run", "--workdir", "/", "--", "touch", marker}, "is / itself"},
+		{"workdir is /bin on merged /usr", []string{"run", "--workdir", "/bin", "--", "touch", marker}, "system directory /usr"},
+		{"workdir is /tmp", []string{"run", "--workdir", "/tmp", "--", "touch", marker}, "is /tmp itself"},
+		{"ro of /", []string{"run", "--workdir", workdir, "--ro", "/", "--", "touch", marker}, "would show the host itself"},
+		{"ro of /proc/1", []string{"run", "--workdir", workdir, "--ro", "/proc/1", "--", "touch", marker}, "would show the host itself"},
+		{"negative timeout", []string{"run", "--workdir", workdir, "--timeout", "-1s", "--", "touch", marker}, "must not be negative"},
 		{"bad timeout", []string{"run", "--timeout", "soon", "--", "touch", marker}, "invalid argument"},
 		{"argv missing command", []string{"argv"}, "no command given"},
 		{"locate extra argument", []string{"locate", "x"}, "unexpected argument"},
@@ -163,7 +168,8 @@ func TestE2ERunAsAProcess(t *testing.T) {
 	if strings.Contains(string(out), "hunter2") {
 		t.Errorf("a host secret reached the sandbox:\n%s", out)
 	}
-	argvOut, err := exec.Command(builtBinary, "argv", "--workdir", workdir, "--", "true").Output()
+	filter := filepath.Join(t.TempDir(), "filter.bpf")
+	argvOut, err := exec.Command(builtBinary, "argv", "--seccomp-file", filter, "--workdir", workdir, "--", "true").Output()
 	var argv []string
 	if err != nil || json.Unmarshal(argvOut, &argv) != nil || !filepath.IsAbs(argv[0]) || argv[len(argv)-1] != "true" {
 		t.Fatalf("argv: %s %v", argvOut, err)
@@ -171,9 +177,20 @@ func TestE2ERunAsAProcess(t *testing.T) {
 	if slices.Contains(argv, "--json-status-fd") {
 		t.Errorf("argv must not carry the status fd: %q", argv)
 	}
-	// The printed argv is a working command line on its own.
-	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
-		t.Errorf("running the printed argv: %v %s", err, out)
+	// The printed argv is a working command line with its filter on descriptor 3, and
+	// fails closed without it.
+	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err == nil {
+		t.Errorf("the printed argv ran without its seccomp filter: %s", out)
+	}
+	program, err := os.Open(filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer program.Close()
+	withFilter := exec.Command(argv[0], argv[1:]...)
+	withFilter.ExtraFiles = []*os.File{program}
+	if out, err := withFilter.CombinedOutput(); err != nil {
+		t.Errorf("running the printed argv with its filter on fd 3: %v %s", err, out)
 	}
 }
 

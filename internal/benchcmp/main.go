@@ -13,6 +13,9 @@ import (
 	"time"
 )
 
+// fd3Path is opened on descriptor 3 of every command (-fd3).
+var fd3Path string
+
 func main() {
 	rounds := flag.Int("rounds", 100, "timed runs of each command")
 	warmup := flag.Int("warmup", 5, "untimed runs of each command first")
@@ -21,9 +24,11 @@ func main() {
 	commandA := flag.String("a", "", "first command, a JSON array")
 	commandB := flag.String("b", "", "second command, a JSON array")
 	unit := flag.String("unit", "ratio", "what the ratio is called in the output")
+	fd3 := flag.String("fd3", "", "open this file on descriptor 3 of both commands (the seccomp filter `bwrapkit argv --seccomp-file` wrote)")
 	flag.Parse()
 
 	a, b := parse(*commandA), parse(*commandB)
+	fd3Path = *fd3
 	for range *warmup {
 		run(a)
 		run(b)
@@ -53,6 +58,17 @@ func run(argv []string) time.Duration {
 	start := time.Now()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
+	if fd3Path != "" {
+		// Opened afresh for each run: bwrap reads the filter to the end, and a shared
+		// descriptor would leave the next run an empty one.
+		file, err := os.Open(fd3Path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchcmp: %v\n", err)
+			os.Exit(2)
+		}
+		defer file.Close()
+		cmd.ExtraFiles = []*os.File{file}
+	}
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintf(os.Stderr, "benchcmp: %v: %v\n", argv, err)
 		os.Exit(1)

@@ -1,0 +1,395 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+)
+
+// These tests are what a hostile command (or a second sandbox sharing a directory) does
+// to reach the host. Each is judged by the host's state afterwards, never by the argv,
+// and none performs an escape: a command only reports what it could reach.
+
+// devIno is a file's identity as "DEV:INO", the form the statdirs helper prints.
+func devIno(t *testing.T, path string) string {
+	t.Helper()
+	var stat unix.Stat_t
+	if err := unix.Lstat(path, &stat); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%d:%d", stat.Dev, stat.Ino)
+}
+
+// flipper runs, in a sandbox of its own with workdir dir, a loop that swaps a and b
+// (a directory and a symlink) for the given time: the concurrent sandbox of the race.
+func flipper(t *testing.T, bwrap, dir, a, b string, seconds float64) (wait func()) {
+	t.Helper()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		result, stdout, stderr, err := sandboxRun{bwrap: bwrap, request: Request{Workdir: dir}}.run(t, "flip", a, b, fmt.Sprint(seconds))
+		if err != nil || result.ExitCode != 0 || !strings.Contains(stdout, "swaps:") {
+			t.Errorf("the flipping sandbox did not flip: %+v %v\n%s%s", result, err, stdout, stderr)
+		}
+	}()
+	return wg.Wait
+}
+
+// raceTally counts how the runs under a flipping path ended.
+type raceTally struct{ started, refusedPolicy, refusedUnverified, other int }
+
+func (r raceTally) String() string {
+	return fmt.Sprintf("%d started, %d refused at resolution, %d refused by the gate, %d other", r.started, r.refusedPolicy, r.refusedUnverified, r.other)
+}
+
+// raceRuns runs the statdirs helper under a flipping path until the time or the count
+// runs out, and hands each started run's output to judge.
+func raceRuns(t *testing.T, bwrap string, request Request, paths []string, judge func(lines map[string]string)) raceTally {
+	t.Helper()
+	features, err := Capable(context.Background(), bwrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pathSources(t) {
+		// As with a bwrap older than --bind-fd: bind by path, and only the gate decides.
+		features.Options = maps.Clone(features.Options)
+		delete(features.Options, "bind-fd")
+		delete(features.Options, "ro-bind-fd")
+	}
+	var tally raceTally
+	until := time.Now().Add(2500 * time.Millisecond)
+	for try := 0; try < 200 && time.Now().Before(until); try++ {
+		exe := testExecutable(t)
+		req := request
+		req.ReadOnly = append(slices.Clone(request.ReadOnly), exe)
+		policy, err := NewPolicy(req, nil)
+		var policyErr *PolicyError
+		if errors.As(err, &policyErr) {
+			tally.refusedPolicy++
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		policy.Env = append(policy.Env, helperEnv+"=1")
+		policy.Features = features
+		var stdout, stderr bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		result, err := Run(ctx, policy, append([]string{exe, "statdirs"}, paths...), Options{Bwrap: bwrap, Stdout: &stdout, Stderr: &stderr})
+		cancel()
+		var unavailable *UnavailableError
+		switch {
+		case errors.As(err, &unavailable):
+			// Refused by the gate, or by bwrap's own check of a bound descriptor: either
+			// way the command did not run.
+			tally.refusedUnverified++
+		case err == nil && result.ExitCode == 0:
+			tally.started++
+			judge(outputLines(stdout.String()))
+		default:
+			tally.other++
+			t.Logf("try %d: %+v %v %s", try, result, err, stderr.String())
+		}
+	}
+	return tally
+}
+
+// pathSources runs a race test twice: binding descriptors (--bind-fd, as every bwrap here
+// has it) and binding paths (as an older bwrap must), where the gate alone decides.
+func pathSources(t *testing.T) bool { return strings.HasSuffix(t.Name(), "/paths") }
+
+// forEachBwrapAndSource runs the test per bwrap, with descriptor and path sources.
+func forEachBwrapAndSource(t *testing.T, test func(t *testing.T, bwrap string)) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		for _, sources := range []string{"descriptors", "paths"} {
+			t.Run(sources, func(t *testing.T) { test(t, bwrap) })
+		}
+	})
+}
+
+// TestLiveRaceFlippedWorkdirBindsOnlyTheCheckedDirectory: a second sandbox swaps the
+// workdir P/sub with a symlink to /etc while runs start. Every run that starts must have
+// the directory P/sub was when it was checked bound at its path, and none /etc.
+func TestLiveRaceFlippedWorkdirBindsOnlyTheCheckedDirectory(t *testing.T) {
+	forEachBwrapAndSource(t, func(t *testing.T, bwrap string) {
+		parent := livetest.TempDir(t)
+		sub, link := filepath.Join(parent, "sub"), filepath.Join(parent, "sub-link")
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("/etc", link); err != nil {
+			t.Fatal(err)
+		}
+		want, etc := devIno(t, sub), devIno(t, "/etc")
+		wait := flipper(t, bwrap, parent, sub, link, 3)
+		tally := raceRuns(t, bwrap, Request{Workdir: sub}, []string{"."}, func(lines map[string]string) {
+			got, _, _ := strings.Cut(lines["."], " ")
+			if got != want {
+				t.Errorf("a started run had %s bound as its workdir, not the checked directory %s (/etc is %s)", lines["."], want, etc)
+			}
+		})
+		wait()
+		t.Logf("%s: %v", bwrap, tally)
+		if tally.started == 0 || tally.other > 0 {
+			t.Errorf("the race proved nothing or failed otherwise: %v", tally)
+		}
+	})
+}
+
+// TestLiveRaceFlippedGitStaysProtected: the same race on the workdir's .git, swapped with
+// a symlink to a directory of secrets outside the workdir. Every started run must have
+// the real .git, read-only, and never the secrets.
+func TestLiveRaceFlippedGitStaysProtected(t *testing.T) {
+	forEachBwrapAndSource(t, func(t *testing.T, bwrap string) {
+		parent := livetest.TempDir(t)
+		workdir := filepath.Join(parent, "w")
+		git, link := filepath.Join(workdir, ".git"), filepath.Join(workdir, ".git-link")
+		secrets := livetest.TempDir(t)
+		for _, dir := range []string{workdir, git} {
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Symlink(secrets, link); err != nil {
+			t.Fatal(err)
+		}
+		want := devIno(t, git)
+		// The flipper's workdir is the parent: its own policy does not pin w/.git.
+		wait := flipper(t, bwrap, parent, git, link, 3)
+		tally := raceRuns(t, bwrap, Request{Workdir: workdir}, []string{".git"}, func(lines map[string]string) {
+			// The flipper goes on swapping while the command runs, so by the time it looks
+			// the name may hold the symlink (the pinned .git moved along with its name in
+			// the flipper's sandbox, which does not protect it). A directory there must be
+			// the checked .git, read-only.
+			fields := strings.Fields(lines[".git"])
+			if len(fields) != 3 || (fields[1] == "dir" && (fields[0] != want || fields[2] != "ro")) {
+				t.Errorf("a started run saw .git as %q, want the checked directory %s read-only", lines[".git"], want)
+			}
+		})
+		wait()
+		t.Logf("%s: %v", bwrap, tally)
+		if tally.started == 0 || tally.other > 0 {
+			t.Errorf("the race proved nothing or failed otherwise: %v", tally)
+		}
+	})
+}
+
+// TestLiveProtectedPathsSurviveAHostileRun: the command renames every parent of a
+// protected path, renames and deletes the path, and puts its own file at the name.
+// Afterwards the host must find the same, unchanged file at every protected path.
+func TestLiveProtectedPathsSurviveAHostileRun(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		workdir := livetest.TempDir(t)
+		files := map[string]string{
+			".git/config":                "[core]\n\tbare = false\n",
+			".github/workflows/ci.yml":   "on: push\n",
+			"deploy/keys/id.pub":         "ssh-ed25519 AAAA\n",
+			"deploy/keys/readme.txt":     "keys\n",
+			".github/CODEOWNERS":         "* @owner\n",
+			"src/main.go":                "package main\n",
+			"deploy/keys/nested/key.pem": "pem\n",
+		}
+		for name, content := range files {
+			path := filepath.Join(workdir, name)
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		protected := []string{".git", ".github/workflows", "deploy/keys"}
+		before := map[string]string{}
+		for _, rel := range protected {
+			before[rel] = devIno(t, filepath.Join(workdir, rel))
+		}
+		out := mustRun(t, sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir, Protect: protected[1:]}},
+			append([]string{"hostile-protect"}, protected...)...)
+		for _, rel := range protected {
+			if got := devIno(t, filepath.Join(workdir, rel)); got != before[rel] {
+				t.Errorf("%s is another file on the host after the run (%s, was %s)\n%s", rel, got, before[rel], out)
+			}
+		}
+		for name, content := range files {
+			if strings.HasPrefix(name, "src/") || name == ".github/CODEOWNERS" {
+				continue // not protected: the command may change these
+			}
+			if data, err := os.ReadFile(filepath.Join(workdir, name)); err != nil || string(data) != content {
+				t.Errorf("%s changed on the host: %q %v", name, data, err)
+			}
+		}
+		for _, rel := range protected {
+			if _, err := os.Stat(filepath.Join(workdir, rel, "planted")); err == nil {
+				t.Errorf("a file was planted in %s", rel)
+			}
+		}
+	})
+}
+
+// TestLiveSubmoduleGitdirCannotBeRedirected: a submodule's gitfile rewritten to a gitdir
+// the command made, with core.fsmonitor set, would make a later host `git status` run
+// the command's code. The gitfile must stay as it was, and a host git must run nothing.
+func TestLiveSubmoduleGitdirCannotBeRedirected(t *testing.T) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		livetest.Skip(t, "no git on PATH (apt-get install git)")
+	}
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		workdir := livetest.TempDir(t)
+		git := func(args ...string) string {
+			cmd := exec.Command(gitPath, append([]string{"-C", workdir}, args...)...)
+			cmd.Env = []string{"HOME=" + workdir, "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin"}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+			return string(out)
+		}
+		git("init", "-q")
+		os.MkdirAll(filepath.Join(workdir, ".git", "modules"), 0o755)
+		git("init", "-q", "--separate-git-dir", filepath.Join(workdir, ".git", "modules", "sub"), "sub")
+		git("update-index", "--add", "--cacheinfo", "160000,1111111111111111111111111111111111111111,sub")
+		gitfile := filepath.Join(workdir, "sub", ".git")
+		original, err := os.ReadFile(gitfile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		marker := filepath.Join(livetest.TempDir(t), "fsmonitor-ran")
+		evil := filepath.Join(workdir, ".evil")
+		for _, dir := range []string{"objects", "refs"} {
+			os.MkdirAll(filepath.Join(evil, dir), 0o755)
+		}
+		os.WriteFile(filepath.Join(evil, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		os.WriteFile(filepath.Join(evil, "config"), []byte("[core]\n\tfsmonitor = touch "+marker+"\n"), 0o644)
+
+		out := mustRun(t, sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir}}, "rewrite", gitfile, "gitdir: ../.evil\n")
+		if data, _ := os.ReadFile(gitfile); string(data) != string(original) {
+			t.Errorf("the submodule's gitfile was redirected: %q\n%s", data, out)
+		}
+		git("status", "--porcelain")
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("a host git status ran the command's fsmonitor")
+		}
+	})
+}
+
+// TestLiveRootCannotWriteHostSysctls: a root caller's command is host uid 0 inside, and
+// /proc/sys files are root's 0644: the fresh /proc's sysctls must be read-only. The
+// helper writes each value back unchanged, so even a broken boundary changes nothing.
+func TestLiveRootCannotWriteHostSysctls(t *testing.T) {
+	sysctls := []string{"/proc/sys/vm/stat_interval", "/proc/sys/kernel/perf_event_paranoid", "/proc/sys/fs/protected_symlinks"}
+	before := map[string]string{}
+	for _, path := range sysctls {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[path] = string(data)
+	}
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		lines := outputLines(mustRun(t, sandboxRun{bwrap: bwrap}, append([]string{"sysctl-write"}, sysctls...)...))
+		for _, path := range sysctls {
+			if lines[path] != "read-only file system" {
+				t.Errorf("write %s inside: %q, want read-only file system", path, lines[path])
+			}
+		}
+	})
+	for _, path := range sysctls {
+		if data, _ := os.ReadFile(path); string(data) != before[path] {
+			t.Errorf("%s changed on the host: %q -> %q", path, before[path], data)
+		}
+	}
+}
+
+// TestLiveNoSetuidFileIsLeftOnTheHost: as root, a setuid-root copy in the workdir runs
+// with euid 0 for any host user. No way of creating or changing a mode may set it.
+func TestLiveNoSetuidFileIsLeftOnTheHost(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		workdir := livetest.TempDir(t)
+		out := mustRun(t, sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir}}, "setuid", workdir)
+		lines := outputLines(out)
+		for _, attempt := range []string{"chmod-4755", "chmod-2755", "fchmodat-6755", "fchmod-4755", "open-creat-4755", "mkdir-2755", "mknod-4755"} {
+			if lines[attempt] != "operation not permitted" {
+				t.Errorf("%s inside: %q, want operation not permitted", attempt, lines[attempt])
+			}
+		}
+		if lines["chmod-0700"] != "ok" {
+			t.Errorf("an ordinary chmod must still work: %q", lines["chmod-0700"])
+		}
+		filepath.Walk(workdir, func(path string, info os.FileInfo, err error) error {
+			if err == nil && info.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+				t.Errorf("%s is %v on the host", path, info.Mode())
+			}
+			return nil
+		})
+	})
+}
+
+// TestLiveCallersKeyringsStayOut: keyrings are not namespaced by bwrap. Inside, no
+// keyring may be read or written, and nothing may be planted in the caller's.
+func TestLiveCallersKeyringsStayOut(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		lines := outputLines(mustRun(t, sandboxRun{bwrap: bwrap}, "keys"))
+		for _, attempt := range []string{"keyctl-session", "keyctl-user", "add-key-user", "request-key"} {
+			if lines[attempt] != "operation not permitted" {
+				t.Errorf("%s inside: %q, want operation not permitted", attempt, lines[attempt])
+			}
+		}
+		if lines["proc-keys"] == "ok" {
+			t.Errorf("/proc/keys is readable inside")
+		}
+	})
+	if _, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", "bwrapkit-planted", 0); err == nil {
+		t.Errorf("a key was planted in the caller's user keyring")
+	}
+}
+
+// TestLiveFilterWithheldMeansNoCommand: if the gate never releases the filter (bwrapkit
+// died, or the check failed), bwrap must refuse to run the command.
+func TestLiveFilterWithheldMeansNoCommand(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		marker := filepath.Join(livetest.TempDir(t), "ran")
+		filterRead, filterWrite, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		filterWrite.Close() // withheld: bwrap reads an empty filter
+		cmd := exec.Command(bwrap, "--unshare-all", "--unshare-user", "--die-with-parent",
+			"--ro-bind", "/", "/", "--bind", filepath.Dir(marker), filepath.Dir(marker),
+			"--seccomp", "3", "--", "/bin/sh", "-c", "touch "+marker)
+		cmd.ExtraFiles = []*os.File{filterRead}
+		out, err := cmd.CombinedOutput()
+		filterRead.Close()
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) {
+			t.Errorf("bwrap with a withheld filter: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("the command ran without its filter")
+		}
+	})
+}
+
+// TestDescriptorHygieneFailsClosed: where neither close_range nor the descriptor listing
+// works, the launch is refused rather than handing the command every descriptor.
+func TestDescriptorHygieneFailsClosed(t *testing.T) {
+	err := markCloseOnExec(filepath.Join(t.TempDir(), "no-such-fd-listing"))
+	if err == nil || !strings.Contains(err.Error(), "cannot keep inherited descriptors out") {
+		t.Fatalf("want a refusal, got %v", err)
+	}
+	if err := markCloseOnExec("/proc/self/fd"); err != nil {
+		t.Fatalf("the real listing: %v", err)
+	}
+}

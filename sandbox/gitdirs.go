@@ -1,0 +1,158 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A host `git status` in the workdir enters the top .git and every submodule's gitdir,
+// and runs what their config names (core.fsmonitor, hooks). So every entry a host git
+// would follow from the workdir is protected: the top .git and, for each gitlink the
+// index records, the submodule's own .git (a gitfile or an old-style embedded directory).
+// Their targets under .git/modules are inside the protected .git already.
+
+// maxIndexSize bounds the index read: a larger one is not parsed (its submodules are
+// then not found, and the run is refused rather than left unprotected).
+const maxIndexSize = 256 << 20
+
+// gitEntries lists the paths under workdir to protect for git, each as the lexical path
+// (no symlink resolved). A .git that is a symlink is refused: the link itself lives in
+// the writable workdir and could be retargeted during the run.
+func gitEntries(workdir string) ([]string, error) {
+	top := filepath.Join(workdir, ".git")
+	info, err := os.Lstat(top)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, &PolicyError{"--workdir", workdir, fmt.Sprintf("cannot inspect its .git: %v", err)}
+	case info.Mode()&os.ModeSymlink != 0:
+		return nil, &PolicyError{"--workdir", workdir, ".git is a symlink; a command could retarget it and a later host git would follow; replace the link with the directory it points to"}
+	}
+	entries := []string{top}
+	if !info.IsDir() {
+		return entries, nil // a worktree's or submodule's gitfile: no index of its own here
+	}
+	gitlinks, err := indexGitlinks(filepath.Join(top, "index"))
+	if err != nil {
+		return nil, &PolicyError{"--workdir", workdir, fmt.Sprintf("cannot read .git/index to find submodules: %v", err)}
+	}
+	for _, rel := range gitlinks {
+		sub := filepath.Join(workdir, filepath.FromSlash(rel), ".git")
+		if !within(workdir, sub) {
+			continue
+		}
+		subInfo, err := os.Lstat(sub)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue // not checked out: nothing for a host git to enter
+		case err != nil:
+			return nil, &PolicyError{"--workdir", workdir, fmt.Sprintf("cannot inspect submodule %s: %v", rel, err)}
+		case subInfo.Mode()&os.ModeSymlink != 0:
+			return nil, &PolicyError{"--workdir", workdir, fmt.Sprintf("submodule %s has a .git symlink; replace it with a gitfile or directory", rel)}
+		}
+		if real, err := filepath.EvalSymlinks(sub); err != nil || real != sub {
+			return nil, &PolicyError{"--workdir", workdir, fmt.Sprintf("submodule %s is reached through a symlink; bwrapkit cannot keep its gitdir from being redirected", rel)}
+		}
+		entries = append(entries, sub)
+	}
+	return entries, nil
+}
+
+// indexGitlinks returns the paths of the gitlink (mode 160000) entries of a git index,
+// versions 2 to 4. A missing index has none.
+func indexGitlinks(path string) ([]string, error) {
+	file, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	info, err := file.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if info.Size() > maxIndexSize {
+		return nil, fmt.Errorf("%s is larger than %d MiB", path, maxIndexSize>>20)
+	}
+	data, err := io.ReadAll(io.LimitReader(file, maxIndexSize+1))
+	if err != nil {
+		return nil, err
+	}
+	return parseIndexGitlinks(data)
+}
+
+// parseIndexGitlinks is the pure half of indexGitlinks (see git's
+// Documentation/gitformat-index.txt).
+func parseIndexGitlinks(data []byte) ([]string, error) {
+	if len(data) < 12 || !bytes.Equal(data[:4], []byte("DIRC")) {
+		return nil, errors.New("not a git index")
+	}
+	version := binary.BigEndian.Uint32(data[4:8])
+	if version < 2 || version > 4 {
+		return nil, fmt.Errorf("unsupported index version %d", version)
+	}
+	count := binary.BigEndian.Uint32(data[8:12])
+	offset := 12
+	var previous string
+	var gitlinks []string
+	for i := uint32(0); i < count; i++ {
+		// ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each), oid (20), flags (2)
+		const fixed = 62
+		if offset+fixed > len(data) {
+			return nil, errors.New("index truncated")
+		}
+		entry := data[offset:]
+		mode := binary.BigEndian.Uint32(entry[24:28])
+		flags := binary.BigEndian.Uint16(entry[60:62])
+		header := fixed
+		if version >= 3 && flags&0x4000 != 0 {
+			header += 2 // extended flags
+		}
+		if offset+header > len(data) {
+			return nil, errors.New("index truncated")
+		}
+		rest := data[offset+header:]
+		var name string
+		var consumed int
+		if version == 4 {
+			strip, n := binary.Uvarint(rest)
+			if n <= 0 || strip > uint64(len(previous)) {
+				return nil, errors.New("index path prefix corrupt")
+			}
+			end := bytes.IndexByte(rest[n:], 0)
+			if end < 0 {
+				return nil, errors.New("index path unterminated")
+			}
+			name = previous[:len(previous)-int(strip)] + string(rest[n:n+end])
+			consumed = header + n + end + 1
+		} else {
+			end := bytes.IndexByte(rest, 0)
+			if end < 0 {
+				return nil, errors.New("index path unterminated")
+			}
+			name = string(rest[:end])
+			// Entries are padded with 1 to 8 NULs to a multiple of eight bytes.
+			consumed = (header + end + 8) &^ 7
+		}
+		offset += consumed
+		previous = name
+		if mode&0o170000 == 0o160000 && !strings.Contains(name, "\x00") {
+			gitlinks = append(gitlinks, name)
+		}
+	}
+	return gitlinks, nil
+}

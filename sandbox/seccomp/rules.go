@@ -109,9 +109,9 @@ const (
 // rules are the refusals, in program order; everything else is allowed. README.md says
 // why each is here and what is left allowed on purpose.
 var rules = [...]rule{
-	// Reaching into another process. bwrap's own processes (its pid 1 inside, and the
-	// monitor outside) run unfiltered under the same uid: an attach or a write into
-	// them would run code without this filter.
+	// Reaching into another process of the same uid: bwrap's pid 1 inside (stopping
+	// it under ptrace hangs the run) and every other sandboxed process. Before Linux
+	// 4.8 a tracer could also change a call after the filter had allowed it.
 	{syscall: "ptrace", errno: errEPERM},
 	{syscall: "process_vm_readv", errno: errEPERM},
 	{syscall: "process_vm_writev", errno: errEPERM},

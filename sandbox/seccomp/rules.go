@@ -83,7 +83,7 @@ const (
 	tioclinux = 0x541c // virtual-console copy and paste, TIOCSTI's twin (CVE-2023-28100)
 
 	perLinux         = 0x0000000  // the default personality
-	addrNoRandomize  = 0x0040000  // setarch -R; ThreadSanitizer (go test -race) re-execs with it
+	addrNoRandomize  = 0x0040000  // setarch -R; ThreadSanitizer re-execs itself with it
 	personalityQuery = 0xffffffff // personality(0xffffffff) reads without changing
 
 	afUnix    = 1

@@ -36,12 +36,15 @@ func attackHelper(args []string) (int, bool) {
 		fmt.Println("swaps:", swaps)
 	case "statdirs": // statdirs PATH...: "PATH: DEV:INO dir|link|file ro|rw", never following a symlink
 		for _, path := range args[1:] {
-			var stat unix.Stat_t
-			var fs unix.Statfs_t
-			if err := unix.Lstat(path, &stat); err != nil {
+			// One descriptor for both answers: the name may be swapped between two lookups.
+			fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
 				fmt.Printf("%s: %s\n", path, errText(err))
 				continue
 			}
+			var stat unix.Stat_t
+			var fs unix.Statfs_t
+			unix.Fstat(fd, &stat)
 			kind := "file"
 			switch stat.Mode & unix.S_IFMT {
 			case unix.S_IFDIR:
@@ -49,10 +52,14 @@ func attackHelper(args []string) (int, bool) {
 			case unix.S_IFLNK:
 				kind = "link"
 			}
-			mode := "rw"
-			if kind != "link" && unix.Statfs(path, &fs) == nil && fs.Flags&unix.ST_RDONLY != 0 {
-				mode = "ro"
+			mode := "unknown"
+			if kind != "link" && unix.Fstatfs(fd, &fs) == nil {
+				mode = "rw"
+				if fs.Flags&unix.ST_RDONLY != 0 {
+					mode = "ro"
+				}
 			}
+			unix.Close(fd)
 			fmt.Printf("%s: %d:%d %s %s\n", path, stat.Dev, stat.Ino, kind, mode)
 		}
 	case "sysctl-write": // sysctl-write PATH...: write each sysctl's current value back

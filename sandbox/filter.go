@@ -1,12 +1,14 @@
 package sandbox
 
-import "encoding/binary"
+import "github.com/bwrapkit/bwrapkit/sandbox/seccomp"
 
-// SeccompProgram is the filter every sandbox runs under, as bwrap reads it from
-// --seccomp FD (struct sock_filter entries). PLACEHOLDER until sandbox/seccomp lands.
+// SeccompProgram is the filter every sandbox runs under, for this machine's
+// architecture, as bwrap reads it from --seccomp FD (struct sock_filter entries). An
+// architecture without a filter is an error: there is no run without one.
 func SeccompProgram() ([]byte, error) {
-	program := make([]byte, 8)
-	binary.LittleEndian.PutUint16(program[0:], 0x06)
-	binary.LittleEndian.PutUint32(program[4:], 0x7fff0000)
-	return program, nil
+	arch, err := seccomp.NativeArch()
+	if err != nil {
+		return nil, err
+	}
+	return seccomp.Program(arch)
 }

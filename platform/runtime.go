@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -101,14 +102,16 @@ func detectRuntime(r *reader, mounts []mount, initialUserns bool, getenv func(st
 	}
 	for _, path := range []string{pathContainerManager, pathSystemdContainer} {
 		if data, err := r.fact(path, maxFileSize); err == nil {
-			if name := firstLine(data); name != "" {
+			if name := firstLine(data); managerName(name) {
 				return found(proof{runtimeNamed(name, r), "/" + path + ": " + name})
+			} else if name != "" {
+				r.problem(path, fmt.Errorf("not a container manager's name: %q", name))
 			}
 		}
 	}
 	if data, err := r.fact(pathInitEnviron, maxFileSize); err == nil {
 		for _, variable := range bytes.Split(data, []byte{0}) {
-			if name, ok := strings.CutPrefix(string(variable), "container="); ok && name != "" {
+			if name, ok := strings.CutPrefix(string(variable), "container="); ok && managerName(name) {
 				return found(proof{runtimeNamed(name, r), "/proc/1/environ: container=" + name})
 			}
 		}
@@ -359,6 +362,20 @@ func detectEmulation(r *reader, kernel string, tracer Tracer) (emulation, eviden
 		return EmulationProot, "traced by " + tracer.Comm
 	}
 	return "", ""
+}
+
+// managerName accepts what a manager writes there ("systemd-nspawn", "lxc", "oci"), not
+// binary garbage, which would otherwise read as some unknown container.
+func managerName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._@-", c)) {
+			return false
+		}
+	}
+	return true
 }
 
 // firstLine is a file's first line, trimmed.

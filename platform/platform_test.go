@@ -579,4 +579,11 @@ func TestDetectLive(t *testing.T) {
 	if !host.MaxUserNamespaces.Present {
 		t.Errorf("MaxUserNamespaces = %+v: every kernel since 4.9 has it", host.MaxUserNamespaces)
 	}
+	// Every Linux this runs on has mountinfo, a Seccomp status line and /proc/self/ns.
+	if !host.Proc.Known || len(host.Proc.Mounts) == 0 || !host.SeccompState.Known || host.UsernsBuild.State == "" {
+		t.Errorf("Proc %+v, SeccompState %+v, UsernsBuild %+v", host.Proc, host.SeccompState, host.UsernsBuild)
+	}
+	if len(host.Problems) != 0 {
+		t.Errorf("Problems on a live host: %q", host.Problems)
+	}
 }

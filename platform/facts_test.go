@@ -3,6 +3,7 @@ package platform
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -321,5 +322,16 @@ func TestHostRootMatchesDirFS(t *testing.T) {
 	again.Tracer, got.Tracer = Tracer{}, Tracer{}
 	if !reflect.DeepEqual(got.Proc.Masks(), again.Proc.Masks()) || got.Runtime != again.Runtime {
 		t.Errorf("two reads of the same host differ: %+v vs %+v", got, again)
+	}
+}
+
+// BenchmarkDetect measures one whole detection: the doctor runs it once per invocation.
+func BenchmarkDetect(b *testing.B) {
+	for name, root := range map[string]fs.FS{"fixture-docker-ubuntu2404": os.DirFS(fixtures + "/docker-ubuntu2404"), "live-host": HostRoot()} {
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				Detect(root, nil, "linux", "amd64")
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,7 +73,11 @@ func (r *reader) knob(name string, parse func(string) (int64, error)) Knob {
 func (r *reader) problem(name string, err error) string {
 	// The path is already in front of the reason; repeating it only adds noise.
 	why := reason(err)
-	r.problems = append(r.problems, "/"+name+": "+why)
+	line := "/" + name + ": " + why
+	if !slices.Contains(r.problems, line) {
+		// Some files back two facts (PID 1's cgroup); one odd file is one problem.
+		r.problems = append(r.problems, line)
+	}
 	return why
 }
 

@@ -1,6 +1,7 @@
-// Package platform says what host this is: Linux, WSL2, WSL1 or another OS, container hints,
-// the kernel release, the user-namespace knobs and the LSMs, as read from /proc, /sys and /etc.
-// Everything is pure over an injected root file system and environment, so fixtures stand in for hosts.
+// Package platform says what host this is: Linux, WSL2, WSL1 or another OS, the container
+// runtime or emulator it runs under, the kernel release, the user-namespace knobs, the LSMs
+// and this process's confinement, as read from /proc, /sys, /run and /etc. Everything is pure
+// over an injected root file system and environment, so fixtures stand in for hosts.
 package platform
 
 import (
@@ -54,6 +55,22 @@ type Host struct {
 	CapSysAdmin          bool // bit 21 of CapEff: in /proc/self/status
 	InitialUserNamespace bool // /proc/self/uid_map is the identity map, or absent (no user namespaces)
 
+	// What runs this process, proved by files (runtime.go); the environment alone never decides.
+	Runtime         string   // one of the Runtime constants, finer than Container; "" when no file proves one
+	RuntimeInstance string   // the runtime's name for this container when a file shows it (Proxmox's CT ID)
+	RuntimeEvidence []string // what each deciding file said, e.g. "/run/host/container-manager: systemd-nspawn"
+	Emulation       string   // EmulationGVisor or EmulationProot; "" when Linux itself answers system calls
+	VirtualMachine  string   // VirtualMachineLXD or VirtualMachineIncus when the firmware names them
+	Android         bool     // an Android kernel release, /system/build.prop or /apex
+	Termux          bool     // /data/data/com.termux, seen from Termux itself or a proot inside it
+	Tracer          Tracer   // TracerPid of /proc/self/status and the tracer's name
+
+	// The facts a diagnosis orders causes by; each says when it is unknown and why.
+	AppArmorLabel Confinement  // this process's AppArmor label
+	SeccompState  SeccompState // Seccomp and Seccomp_filters, with unknown apart from 0
+	Proc          ProcView     // proc mounts, what covers them, and whether one is fully visible
+	UsernsBuild   UsernsBuild  // CONFIG_USER_NS built in or not, apart from the knobs that disable it
+
 	Problems []string // "path: reason" for each file that existed but could not be read or parsed
 }
 
@@ -101,8 +118,26 @@ func Detect(root fs.FS, getenv func(string) string, goos, goarch string) Host {
 	if data, ok := r.file(pathOSRelease); ok {
 		host.Kernel = strings.TrimSpace(string(data))
 	}
-	host.Kind = linuxKind(host.Kernel, getenv, r)
-	host.Container = containerOf(getenv, r)
+	mounts, procMounts := readMounts(r)
+	host.Proc = procMounts
+	host.Kind = linuxKind(host.Kernel, getenv, r, mounts)
+	host.InitialUserNamespace = initialUserNamespace(r)
+	status := readStatus(r, &host)
+	host.SeccompState = seccompState(status)
+	if len(status) == 0 {
+		host.SeccompState.Err = "/proc/self/status could not be read"
+	}
+	host.Tracer = readTracer(r, status)
+
+	runtime := detectRuntime(r, mounts, host.InitialUserNamespace, getenv)
+	host.Runtime, host.RuntimeInstance, host.VirtualMachine = runtime.runtime, runtime.instance, runtime.vm
+	host.RuntimeEvidence = runtime.evidence
+	host.Container = containerFamily(runtime.runtime)
+	if emulation, evidence := detectEmulation(r, host.Kernel, host.Tracer); emulation != "" {
+		host.Emulation = emulation
+		host.RuntimeEvidence = append(host.RuntimeEvidence, evidence)
+	}
+	host.Android, host.Termux = isAndroid(r, host.Kernel), r.exists("data/data/com.termux")
 
 	host.UnprivilegedUsernsClone = r.knob(pathUsernsClone, parseInteger)
 	host.MaxUserNamespaces = r.knob(pathMaxUserns, parseInteger)
@@ -111,8 +146,13 @@ func Detect(root fs.FS, getenv func(string) string, goos, goarch string) Host {
 
 	host.AppArmorEnabled = appArmorEnabled(r)
 	host.SELinux = selinuxMode(r)
-	readStatus(r, &host)
-	host.InitialUserNamespace = initialUserNamespace(r)
+	host.AppArmorLabel = readConfinement(r, host.AppArmorEnabled, host.SELinux)
+	if host.Emulation != EmulationGVisor {
+		// gVisor's /proc describes the Sentry, not how a Linux kernel was built.
+		host.UsernsBuild = readUsernsBuild(r, host.Kernel)
+	} else {
+		host.UsernsBuild = UsernsBuild{Evidence: "gVisor implements user namespaces itself; its /proc says nothing of a kernel build"}
+	}
 	host.Problems = r.problems
 	return host
 }
@@ -164,10 +204,10 @@ func selinuxMode(r *reader) string {
 
 // readStatus takes NoNewPrivs, Seccomp and CapEff from /proc/self/status. Kernels before
 // 4.10 lack NoNewPrivs and WSL1 lacks several lines: a missing line is not a problem.
-func readStatus(r *reader, host *Host) {
+func readStatus(r *reader, host *Host) map[string]string {
 	data, ok := r.file(pathStatus)
 	if !ok {
-		return
+		return nil
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		key, value, _ := strings.Cut(line, ":")
@@ -196,6 +236,13 @@ func readStatus(r *reader, host *Host) {
 			host.CapSysAdmin = caps&(1<<capSysAdmin) != 0
 		}
 	}
+	return parseStatus(string(data))
+}
+
+// isAndroid: Android kernels name themselves in the release ("5.10.198-android13-4-..."),
+// and the system partition is mounted at /system with its build.prop.
+func isAndroid(r *reader, kernel string) bool {
+	return strings.Contains(kernel, "-android") || r.exists("system/build.prop") || r.exists("apex/com.android.runtime")
 }
 
 // initialUserNamespace is true when uid_map maps every uid to itself, as only the initial

@@ -5,13 +5,19 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
-// maxFileSize bounds every read: the files read here are a few KiB at most, and a larger
-// one is not what it claims to be.
-const maxFileSize = 1 << 20
+// maxFileSize bounds every read of a setting or a status file: those are a few KiB at most,
+// and a larger one is not what it claims to be.
+const maxFileSize = 64 << 10
+
+// maxTableSize bounds the files that grow with the host: mountinfo lists every mount (a
+// Kubernetes node has thousands), and a kernel's build config runs to a few hundred KiB.
+const maxTableSize = 4 << 20
 
 // reader reads files from the injected root and collects what went wrong, so that one odd
 // file costs one field, never the whole detection.
@@ -24,7 +30,7 @@ type reader struct {
 // and is not a problem: it says the kernel or host lacks the feature. Any other failure is
 // recorded.
 func (r *reader) read(name string) ([]byte, error) {
-	data, err := readRegular(r.fsys, name)
+	data, err := readBounded(r.fsys, name, maxFileSize)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		r.problem(name, err)
 	}
@@ -48,7 +54,7 @@ func (r *reader) exists(name string) bool {
 
 // knob reads one integer setting with parse.
 func (r *reader) knob(name string, parse func(string) (int64, error)) Knob {
-	data, err := readRegular(r.fsys, name)
+	data, err := readBounded(r.fsys, name, maxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Knob{}
 	}
@@ -65,20 +71,51 @@ func (r *reader) knob(name string, parse func(string) (int64, error)) Knob {
 
 // problem records "/name: reason" and returns the reason.
 func (r *reader) problem(name string, err error) string {
-	reason := err.Error()
-	var pathErr *fs.PathError
-	if errors.As(err, &pathErr) {
-		// The path is already in front of the reason; repeating it only adds noise.
-		reason = pathErr.Err.Error()
+	// The path is already in front of the reason; repeating it only adds noise.
+	why := reason(err)
+	line := "/" + name + ": " + why
+	if !slices.Contains(r.problems, line) {
+		// Some files back two facts (PID 1's cgroup); one odd file is one problem.
+		r.problems = append(r.problems, line)
 	}
-	r.problems = append(r.problems, "/"+name+": "+reason)
-	return reason
+	return why
 }
 
-// readRegular refuses anything but a regular file before opening it: opening a FIFO
-// blocks, and a directory or device in place of a proc file means the tree is not what it
-// seems.
+// fact reads a file a new fact rests on, with limit as the bound. Unlike read it records only
+// what is odd about the tree (a FIFO, a directory, a huge file, garbage): a permission error
+// (PID 1's environ for a non-root user) or EINVAL (attr/current without an LSM behind it) is
+// what such a host normally answers, so it leaves the fact unknown without a warning.
+func (r *reader) fact(name string, limit int) ([]byte, error) {
+	data, err := readBounded(r.fsys, name, limit)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) &&
+		!errors.Is(err, syscall.EINVAL) {
+		r.problem(name, err)
+	}
+	return data, err
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// reason is the error without the path in front, for a fact's Err field.
+func reason(err error) string {
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return pathErr.Err.Error()
+	}
+	return err.Error()
+}
+
+// readRegular reads a small file with the default bound.
 func readRegular(fsys fs.FS, name string) ([]byte, error) {
+	return readBounded(fsys, name, maxFileSize)
+}
+
+// readBounded refuses anything but a regular file before opening it: opening a FIFO
+// blocks, and a directory or device in place of a proc file means the tree is not what it
+// seems. The file is checked again once open, through the open file, so a FIFO swapped in
+// between the two is still refused before any read (HostRoot opens with O_NONBLOCK, so
+// the open itself cannot block either).
+func readBounded(fsys fs.FS, name string, limit int) ([]byte, error) {
 	info, err := fs.Stat(fsys, name)
 	if err != nil {
 		return nil, err
@@ -94,12 +131,17 @@ func readRegular(fsys fs.FS, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer file.Close()
-	data, err := io.ReadAll(io.LimitReader(file, maxFileSize+1))
+	if info, err := file.Stat(); err != nil {
+		return nil, err
+	} else if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file once opened (%v)", info.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(file, int64(limit)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("larger than %d bytes", maxFileSize)
+	if len(data) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
 	}
 	return data, nil
 }

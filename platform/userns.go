@@ -49,6 +49,9 @@ func (h Host) usernsBlock() (reason, remedy string) {
 	switch {
 	case h.Kind == KindWSL1:
 		return "WSL1 has no user namespaces", "convert the distribution to WSL2 (in Windows: wsl --set-version <distro> 2)"
+	case h.UsernsBuild.State == UsernsNotBuilt:
+		return "the kernel was built without user namespaces (" + h.UsernsBuild.Evidence + ")",
+			"boot a kernel built with CONFIG_USER_NS=y (every major distribution's kernel is); no setting can add them to this one"
 	case isZero(h.UsernsModuleEnable):
 		return "user namespaces are disabled at boot (/sys/module/user_namespace/parameters/enable = N)",
 			"boot with user_namespace.enable=1 on the kernel command line (grubby --update-kernel=ALL --args=user_namespace.enable=1), then reboot"

@@ -5,12 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 )
 
 // A host `git status` in the workdir enters the top .git and every submodule's gitdir,
@@ -70,25 +69,10 @@ func gitEntries(workdir string) ([]string, error) {
 // indexGitlinks returns the paths of the gitlink (mode 160000) entries of a git index,
 // versions 2 to 4. A missing index has none.
 func indexGitlinks(path string) ([]string, error) {
-	file, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	data, err := safefile.ReadFile(path, maxIndexSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer file.Close()
-	info, err := file.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if info.Size() > maxIndexSize {
-		return nil, fmt.Errorf("%s is larger than %d MiB", path, maxIndexSize>>20)
-	}
-	data, err := io.ReadAll(io.LimitReader(file, maxIndexSize+1))
 	if err != nil {
 		return nil, err
 	}

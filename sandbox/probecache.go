@@ -14,7 +14,7 @@ import (
 	"sync"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 )
 
 // The probe costs two bwrap executions, as much as a fifth of a whole sandboxed run,
@@ -182,43 +182,25 @@ func trustedDir(dir string) error {
 // readPrivateFile reads a regular file of this user's, never following a symlink or
 // blocking on a FIFO, and at most max bytes.
 func readPrivateFile(path string, max int64) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	file, err := safefile.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	file := os.NewFile(uintptr(fd), path)
 	defer file.Close()
 	info, err := file.Stat()
 	if err != nil {
 		return nil, err
 	}
-	stat, ok := info.Sys().(*syscall.Stat_t)
-	if !info.Mode().IsRegular() || !ok || int(stat.Uid) != os.Geteuid() || info.Size() > max {
-		return nil, errors.New("not a private regular file")
+	if stat, ok := info.Sys().(*syscall.Stat_t); !ok || int(stat.Uid) != os.Geteuid() || info.Size() > max {
+		return nil, errors.New("not a private file of this user's")
 	}
 	return io.ReadAll(io.LimitReader(file, max))
 }
 
 // writePrivateFile places data at dir/name, mode 0600: an O_EXCL temp file and a
 // rename, so a planted link or FIFO at the name is replaced, never followed.
-func writePrivateFile(dir, name string, data []byte) (err error) {
-	temp, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		temp.Close()
-		if err != nil {
-			os.Remove(temp.Name())
-		}
-	}()
-	if _, err = temp.Write(data); err != nil {
-		return err
-	}
-	if err = temp.Chmod(0o600); err != nil {
-		return err
-	}
-	return os.Rename(temp.Name(), filepath.Join(dir, name))
+func writePrivateFile(dir, name string, data []byte) error {
+	return safefile.WriteFile(filepath.Join(dir, name), data, 0o600)
 }
 
 // securityOptions are the options whose absence weakens the argv; a cache entry may not

@@ -2,7 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/bwrapkit/bwrapkit/internal/atomicfile"
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 
 	"github.com/spf13/cobra"
 
@@ -44,7 +44,7 @@ Exit status: 0 printed; 125 no usable bwrap (nothing printed); 2 bad usage.`,
 				if err != nil {
 					return &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Bwrap: bwrap, Err: err}
 				}
-				if err := atomicfile.Write(seccompFile, program, 0o644); err != nil {
+				if err := safefile.WriteFile(seccompFile, program, 0o644); err != nil {
 					return usagef("--seccomp-file %s: %v", seccompFile, err)
 				}
 			}

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/bwrapkit/bwrapkit/internal/atomicfile"
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 	"github.com/bwrapkit/bwrapkit/locate"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
@@ -122,9 +123,14 @@ func unavailableFromLocate(err error) error {
 }
 
 func runRun(ctx context.Context, opts *runOptions) error {
+	report, err := openReport(opts.report)
+	if err != nil {
+		return err
+	}
+	defer report.close()
 	bwrap, policy, err := prepare(ctx, opts)
 	if err != nil {
-		writeReport(opts, bwrap, sandbox.Result{}, err)
+		writeReport(opts, report, bwrap, sandbox.Result{}, err)
 		return err
 	}
 	result, err := sandbox.Run(ctx, policy, opts.command, sandbox.Options{
@@ -134,7 +140,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		Stderr:  opts.Err,
 		Timeout: opts.timeout,
 	})
-	writeReport(opts, bwrap, result, err)
+	writeReport(opts, report, bwrap, result, err)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return exitError{interruptedStatus(ctx)}
@@ -164,8 +170,45 @@ type reportError struct {
 	Message string `json:"message"`
 }
 
-func writeReport(opts *runOptions, bwrap string, result sandbox.Result, runErr error) {
-	if opts.report == "" {
+// reportTarget is where --report goes: its directory is resolved and proven writable
+// before the command runs, and the file is placed there by a temp file and a rename on
+// that directory's descriptor, so nothing the command does (a symlink planted at the
+// name, the directory renamed or replaced) can send it elsewhere.
+type reportTarget struct {
+	dir  *safefile.Dir
+	name string
+}
+
+func openReport(path string) (*reportTarget, error) {
+	if path == "" {
+		return nil, nil
+	}
+	dirPath, name := filepath.Split(path)
+	if dirPath == "" {
+		dirPath = "."
+	}
+	if name == "" || name == "." || name == ".." {
+		return nil, usagef("--report %s: name a file", path)
+	}
+	dir, err := safefile.OpenDir(dirPath)
+	if err != nil {
+		return nil, usagef("--report %s: %v", path, err)
+	}
+	if err := dir.CheckWritable(); err != nil {
+		dir.Close()
+		return nil, usagef("--report %s: %v", path, err)
+	}
+	return &reportTarget{dir: dir, name: name}, nil
+}
+
+func (r *reportTarget) close() {
+	if r != nil {
+		r.dir.Close()
+	}
+}
+
+func writeReport(opts *runOptions, target *reportTarget, bwrap string, result sandbox.Result, runErr error) {
+	if target == nil {
 		return
 	}
 	report := runReport{
@@ -182,7 +225,7 @@ func writeReport(opts *runOptions, bwrap string, result sandbox.Result, runErr e
 		report.Error = &reportError{Reason: "error", Message: runErr.Error()}
 	}
 	data, _ := json.MarshalIndent(report, "", "  ")
-	if err := atomicfile.Write(opts.report, append(data, '\n'), 0o644); err != nil {
+	if err := target.dir.WriteFile(target.name, append(data, '\n'), 0o600); err != nil {
 		// The command's status stays the exit status; the missing report is said loudly.
 		fmt.Fprintf(opts.Err, "bwrapkit: could not write --report %s: %v\n", opts.report, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 	"github.com/bwrapkit/bwrapkit/locate"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
@@ -63,7 +64,9 @@ func installPinned(ctx context.Context, opts Options) (Result, error) {
 	if err := prepareHome(opts.Home); err != nil {
 		return Result{}, err
 	}
-	unlock, err := lockHome(ctx, opts.Home)
+	unlock, err := lockHome(ctx, opts.Home, func(name string) {
+		opts.Progress.Note("waiting for another installer to release " + name)
+	})
 	if err != nil {
 		return Result{}, err
 	}
@@ -207,6 +210,7 @@ func trySource(ctx context.Context, opts Options, artifact Artifact, source Sour
 func blame(ctx, sourceCtx context.Context, source Source, stream *download, err error) error {
 	var stall *StallError
 	var local *LocalError
+	var refused *safefile.Error
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("gave up while fetching %s: %w", source.URL, ctx.Err())
@@ -217,6 +221,8 @@ func blame(ctx, sourceCtx context.Context, source Source, stream *download, err 
 			"transfer broke off after %d of %s: %w", stream.read, describeTotal(stream.total), stream.readErr)}
 	case errors.As(err, &local):
 		return err
+	case errors.As(err, &refused):
+		return err // a planted FIFO or link in a mirror: bad input, not a missing source
 	}
 	var content *ContentError
 	var urlErr *url.Error

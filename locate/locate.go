@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bwrapkit/bwrapkit/internal/pathlist"
 )
 
 // Source says where a bwrap was found.
@@ -108,16 +110,12 @@ func Find(q Query, fsys FileSystem) (Result, error) {
 	}
 
 	var candidates []Candidate
-	for _, dir := range filepath.SplitList(q.PATH) {
-		switch {
-		case dir == "":
-			candidates = append(candidates, Candidate{Path: dir, Source: SourcePath, Reason: "empty PATH entry ignored (it would mean the current directory)"})
-			continue
-		case !filepath.IsAbs(dir):
-			candidates = append(candidates, Candidate{Path: dir, Source: SourcePath, Reason: "relative PATH entry ignored (it depends on the current directory)"})
+	for _, entry := range pathlist.Entries(q.PATH) {
+		if entry.Skipped != "" {
+			candidates = append(candidates, Candidate{Path: entry.Dir, Source: SourcePath, Reason: entry.Skipped})
 			continue
 		}
-		candidate := inspect(fsys, filepath.Join(dir, "bwrap"), SourcePath)
+		candidate := inspect(fsys, filepath.Join(entry.Dir, "bwrap"), SourcePath)
 		if candidate.Reason == reasonMissing {
 			continue // an absent file is the normal case for most PATH entries
 		}

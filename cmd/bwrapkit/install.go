@@ -7,15 +7,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strings"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/bwrapkit/bwrapkit/install"
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 )
 
 func init() { extraCommands = append(extraCommands, newInstallCmd) }
@@ -59,7 +61,12 @@ auto:    pinned, then package if no pinned source could be reached.
 Installing the pin that is already active changes nothing. Any failure leaves the previous
 install untouched. The default manifest is built in.
 
-Exit status: 0 installed (or already installed); 1 failed; 2 bad usage or a bad manifest.`,
+Every file read on this host (--manifest, a plain-path or file:// mirror or source) must
+be a regular file: a symlink, FIFO or device there is refused at once (exit 2).
+--timeout and SIGINT/SIGTERM end every phase, the wait for another installer's lock too.
+
+Exit status: 0 installed (or already installed); 1 failed (or --timeout expired); 2 bad
+usage, a bad manifest, or a refused local file; 128+N stopped by signal N.`,
 		Example: `  bwrapkit install
   bwrapkit install --mirror https://mirror.example.internal/bwrap/ --timeout 2m
   bwrapkit install --manifest ./manifest.json --method pinned --json
@@ -96,13 +103,31 @@ func runInstall(ctx context.Context, opts *installOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, opts.timeout)
+	signalCtx, stopSignals := catchSignals(ctx)
+	defer stopSignals()
+	ctx, cancel := context.WithTimeout(signalCtx, opts.timeout)
 	defer cancel()
 
 	artifact, err := chooseArtifact(ctx, opts, method)
-	if err != nil {
-		return err
+	if err == nil {
+		var result install.Result
+		result, err = installArtifact(ctx, opts, home, method, artifact)
+		if err == nil && opts.json {
+			data, _ := json.MarshalIndent(installReport{Schema: "bwrapkit.install/v1", Result: result}, "", "  ")
+			fmt.Fprintln(opts.Out, string(data))
+		}
 	}
+	if err != nil && signalCtx.Err() != nil {
+		// A signal, not the deadline: say so once, and exit as a shell reports a signal.
+		fmt.Fprintf(opts.Err, "bwrapkit: install stopped (%v); the previous install is untouched\n", context.Cause(signalCtx))
+		return exitError{interruptedStatus(signalCtx)}
+	}
+	return err
+}
+
+// installArtifact runs the install and sorts its failure: a refused local file (a FIFO or
+// link given as a source) is bad input, anything else a failure.
+func installArtifact(ctx context.Context, opts *installOptions, home string, method install.Method, artifact install.Artifact) (install.Result, error) {
 	result, err := install.Install(ctx, install.Options{
 		Home:          home,
 		Artifact:      artifact,
@@ -114,17 +139,37 @@ func runInstall(ctx context.Context, opts *installOptions) error {
 		PackageOutput: opts.Err, // stdout is kept for the result
 		Progress:      &installProgress{out: opts.Err, terminal: opts.ErrIsTerminal},
 	})
-	if errors.Is(err, context.DeadlineExceeded) {
-		return failureError{fmt.Errorf("--timeout %s expired: %w", opts.timeout, err)}
+	var refused *safefile.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return result, failureError{fmt.Errorf("--timeout %s expired: %w", opts.timeout, err)}
+	case errors.As(err, &refused):
+		return result, usageError{err}
+	case err != nil:
+		return result, failureError{err}
 	}
-	if err != nil {
-		return failureError{err}
+	return result, nil
+}
+
+// catchSignals makes a signal cancel ctx from here on, even before main's handler is in
+// place (main registers it off the main goroutine to keep run's start-up short, and an
+// install can reach its lock within that window): a signal's default action would end
+// the install with its lock taken and a temp file behind.
+func catchSignals(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		select {
+		case received := <-signals:
+			cancel(signalled{received.(syscall.Signal)})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(signals)
+		cancel(nil)
 	}
-	if opts.json {
-		data, _ := json.MarshalIndent(installReport{Schema: "bwrapkit.install/v1", Result: result}, "", "  ")
-		fmt.Fprintln(opts.Out, string(data))
-	}
-	return nil
 }
 
 func installHome(opts *installOptions) (string, error) {
@@ -145,11 +190,12 @@ func chooseArtifact(ctx context.Context, opts *installOptions, method install.Me
 	manifest := install.Default()
 	if opts.manifest != "" {
 		data, err := install.ReadManifest(ctx, opts.manifest)
-		if err != nil {
-			if strings.Contains(opts.manifest, "://") {
-				return install.Artifact{}, failureError{fmt.Errorf("fetching --manifest: %w", err)}
-			}
-			return install.Artifact{}, usagef("--manifest: %v", err)
+		var readErr *install.ManifestReadError
+		switch {
+		case errors.As(err, &readErr) && readErr.Remote:
+			return install.Artifact{}, failureError{fmt.Errorf("fetching --manifest: %w", err)}
+		case err != nil:
+			return install.Artifact{}, usagef("--manifest: %w", err)
 		}
 		if manifest, err = install.ParseManifest(data); err != nil {
 			return install.Artifact{}, usagef("--manifest %s: %v", opts.manifest, err)

@@ -23,17 +23,22 @@ const (
 	SourceManaged Source = "managed"
 )
 
-// FileSystem is the seam the search looks through: Stat follows symlinks, as exec does.
+// FileSystem is the host as the search sees it: Stat follows symlinks, as exec does;
+// Lstat does not; Getuid is the caller, whom a binary's owner must be (or root).
 type FileSystem interface {
 	Stat(name string) (fs.FileInfo, error)
+	Lstat(name string) (fs.FileInfo, error)
 	EvalSymlinks(name string) (string, error)
+	Getuid() int
 }
 
-// OS is the real file system.
+// OS is the real host.
 type OS struct{}
 
 func (OS) Stat(name string) (fs.FileInfo, error)    { return os.Stat(name) }
+func (OS) Lstat(name string) (fs.FileInfo, error)   { return os.Lstat(name) }
 func (OS) EvalSymlinks(name string) (string, error) { return filepath.EvalSymlinks(name) }
+func (OS) Getuid() int                              { return os.Getuid() }
 
 // Query is everything the search depends on.
 type Query struct {
@@ -79,7 +84,18 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string {
-	return "no usable bwrap on PATH or in the managed install"
+	message := "no usable bwrap on PATH or in the managed install"
+	// A bwrap that is there but refused is the surprise worth naming; an absent one is not.
+	var refused []string
+	for _, candidate := range e.Candidates {
+		if !candidate.Usable && candidate.Mode != 0 { // stat saw a file there
+			refused = append(refused, candidate.String())
+		}
+	}
+	if len(refused) > 0 {
+		message += " (refused: " + strings.Join(refused, "; ") + ")"
+	}
+	return message
 }
 
 // ExplicitError says the bwrap named by --bwrap or BWRAPKIT_BWRAP cannot be used. The
@@ -152,7 +168,7 @@ func inspect(fsys FileSystem, path string, source Source) Candidate {
 		return candidate
 	}
 	candidate.Mode = info.Mode()
-	candidate.UID = ownerOf(info)
+	candidate.UID, _ = idsOf(info)
 	switch {
 	case info.IsDir():
 		candidate.Reason = "is a directory"
@@ -170,6 +186,17 @@ func inspect(fsys FileSystem, path string, source Source) Candidate {
 		return candidate
 	}
 	candidate.Real = real
+	// A binary another user can replace runs that user's code with the caller's rights
+	// (as root, on every run): refused, like a missing one.
+	exposed, err := exposure(fsys, path, real, uint32(fsys.Getuid()))
+	switch {
+	case err != nil:
+		candidate.Reason = "its directories cannot be inspected: " + err.Error()
+		return candidate
+	case exposed != "":
+		candidate.Reason = "another user could replace it: " + exposed + " (remove their write access or ownership, or use a bwrap only root can change)"
+		return candidate
+	}
 	candidate.Usable = true
 	return candidate
 }

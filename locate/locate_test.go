@@ -151,8 +151,8 @@ func TestFind(t *testing.T) {
 				}
 			}
 			for _, candidate := range result.Candidates {
-				if !candidate.Usable && candidate.Reason == "" {
-					t.Errorf("unusable candidate without a reason: %+v", candidate)
+				if !candidate.Usable && (candidate.Reason == "" || candidate.Refusal == "") {
+					t.Errorf("unusable candidate without a reason and its kind: %+v", candidate)
 				}
 			}
 		})

@@ -134,7 +134,7 @@ func TestFindRefusesReplaceable(t *testing.T) {
 			}
 			for _, candidate := range result.Candidates {
 				if candidate.Path == c.refused {
-					if candidate.Usable || !strings.Contains(candidate.Reason, c.because) || strings.Contains(candidate.Reason, "\n") {
+					if candidate.Usable || candidate.Refusal != RefusalReplaceable || !strings.Contains(candidate.Reason, c.because) || strings.Contains(candidate.Reason, "\n") {
 						t.Errorf("candidate %+v: want unusable because %q", candidate, c.because)
 					}
 					return

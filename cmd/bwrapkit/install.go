@@ -46,7 +46,7 @@ func newInstallCmd(s streams, global *globalOptions) *cobra.Command {
 func newInstallCmdWith(s streams, global *globalOptions, runF func(context.Context, *installOptions) error) *cobra.Command {
 	opts := &installOptions{streams: s, global: global, arch: runtime.GOARCH, geteuid: os.Geteuid}
 	cmd := &cobra.Command{
-		Use:   "install [--manifest FILE|URL] [--mirror URL] [--method auto|pinned|package] [--timeout D] [--force] [--json]",
+		Use:   "install [--manifest FILE|URL] [--mirror URL] [--method auto|embedded|pinned|package] [--timeout D] [--force] [--json]",
 		Short: "Install a pinned static bwrap, or bubblewrap from the package manager",
 		Long: `Install bwrap without asking anything (stdin is never read).
 
@@ -56,7 +56,11 @@ pinned:  download the manifest's bwrap for this architecture, check its sha256 a
          be reached is skipped, one that delivers wrong bytes stops the install.
 package: apt-get, dnf, yum, zypper, pacman or apk, non-interactive, killed with its
          process group at the timeout. Needs root; otherwise prints the command to run.
-auto:    pinned, then package if no pinned source could be reached.
+embedded: a release build (make dist) carries the pinned static bwrap: checked against
+         the pin like any source and installed with no network. A copy that is not the
+         pin is refused.
+auto:    embedded (when this build has it and it is the pin), then pinned, then package
+         if no pinned source could be reached.
 
 Installing the pin that is already active changes nothing. Any failure leaves the previous
 install untouched. The default manifest is built in.
@@ -78,7 +82,7 @@ usage, a bad manifest, or a refused local file; 128+N stopped by signal N.`,
 	flags := cmd.Flags()
 	flags.StringVar(&opts.manifest, "manifest", "", "read the manifest from `FILE` or an http(s) URL (default: the built-in one)")
 	flags.StringVar(&opts.mirror, "mirror", "", "fetch every source's file from `URL` (or directory) instead of its own host")
-	flags.StringVar(&opts.method, "method", string(install.Auto), "auto, pinned or package")
+	flags.StringVar(&opts.method, "method", string(install.Auto), "auto, embedded, pinned or package")
 	flags.DurationVar(&opts.timeout, "timeout", 5*time.Minute, "give up on the whole install after this long")
 	flags.BoolVar(&opts.force, "force", false, "reinstall even if the pinned bwrap is already active")
 	flags.BoolVar(&opts.json, "json", false, `print {"schema","method","path","sha256","version","changed"} as JSON`)
@@ -132,6 +136,7 @@ func installArtifact(ctx context.Context, opts *installOptions, home string, met
 		Home:          home,
 		Artifact:      artifact,
 		Method:        method,
+		Embedded:      install.EmbeddedBwrap(),
 		Force:         opts.force,
 		StallLimit:    opts.stallLimit,
 		Environ:       opts.Environ(),
@@ -141,6 +146,8 @@ func installArtifact(ctx context.Context, opts *installOptions, home string, met
 	})
 	var refused *safefile.Error
 	switch {
+	case errors.Is(err, install.ErrNoEmbedded):
+		return result, usageError{err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return result, failureError{fmt.Errorf("--timeout %s expired: %w", opts.timeout, err)}
 	case errors.As(err, &refused):

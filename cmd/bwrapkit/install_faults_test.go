@@ -250,6 +250,8 @@ func TestInstallSIGTERMDuringStalledDownload(t *testing.T) {
 	run := startInstall(t, home, nil, "--manifest", stallingManifest(t, url), "--method", "pinned")
 	run.waitFor(t, "downloading "+url)
 	<-sent
+	// Signalled only once the partial file exists: the test is about removing it.
+	waitForPartial(t, home)
 	if err := run.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -258,6 +260,23 @@ func TestInstallSIGTERMDuringStalledDownload(t *testing.T) {
 		t.Errorf("status %d, stderr:\n%s", status, stderr)
 	}
 	assertNothingInstalled(t, home)
+}
+
+// waitForPartial waits, within processBound, until a download's temp file in
+// <home>/versions holds bytes.
+func waitForPartial(t *testing.T, home string) {
+	t.Helper()
+	deadline := time.Now().Add(processBound)
+	for time.Now().Before(deadline) {
+		partial, _ := filepath.Glob(filepath.Join(home, "versions", ".tmp-*"))
+		for _, name := range partial {
+			if info, err := os.Stat(name); err == nil && info.Size() > 0 {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no partial download appeared in %s/versions", home)
 }
 
 // holdLock takes the home's lock as another installer would, until the test ends.

@@ -181,3 +181,17 @@ func TestFindRefusesAPlantedCopyOnRealFiles(t *testing.T) {
 		t.Errorf("the same copy in a closed directory: %v %+v", err, result)
 	}
 }
+
+// BenchmarkFindOnThisHost is the search run does on every start, with the ownership and
+// mode of every directory above each candidate.
+func BenchmarkFindOnThisHost(b *testing.B) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Skip("no bwrap on PATH")
+	}
+	query := Query{PATH: os.Getenv("PATH"), Home: b.TempDir()}
+	for range b.N {
+		if _, err := Find(query, OS{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

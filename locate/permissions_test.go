@@ -180,6 +180,17 @@ func TestFindRefusesAPlantedCopyOnRealFiles(t *testing.T) {
 	if result, err := Find(Query{PATH: planted}, OS{}); err != nil || result.Path != filepath.Join(planted, "bwrap") {
 		t.Errorf("the same copy in a closed directory: %v %+v", err, result)
 	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	// As root: a copy nobody owns is nobody's to replace, so root must not run it.
+	if err := os.Chown(filepath.Join(planted, "bwrap"), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	result, err = Find(Query{PATH: planted}, OS{})
+	if !errors.As(err, &notFound) || !strings.Contains(result.Candidates[0].Reason, "is owned by uid 65534, neither root nor the caller (uid 0)") {
+		t.Errorf("a copy owned by nobody, run by root: %v %+v", err, result.Candidates)
+	}
 }
 
 // BenchmarkFindOnThisHost is the search run does on every start, with the ownership and

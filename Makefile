@@ -76,11 +76,11 @@ bench: build test-bwraps
 e2e: build
 	$(GO) test -count=1 -run 'E2E' ./cmd/bwrapkit
 
-dist:
-	@mkdir -p dist
-	CGO_ENABLED=0 GOARCH=amd64 $(GO) build $(GOFLAGS_BUILD) -o dist/bwrapkit-linux-amd64 ./cmd/bwrapkit
-	CGO_ENABLED=0 GOARCH=arm64 $(GO) build $(GOFLAGS_BUILD) -o dist/bwrapkit-linux-arm64 ./cmd/bwrapkit
-	cd dist && sha256sum bwrapkit-linux-* > SHA256SUMS
+# Release binaries for amd64 and arm64 with the pinned static bwrap embedded (installs
+# with no network), SHA256SUMS over every file, then an offline install from this host's.
+dist: test-bwraps
+	GO=$(GO) VERSION=$(VERSION) scripts/build-dist.sh --out dist
+	scripts/check-dist.sh --out dist
 
 clean:
 	rm -rf bwrapkit dist $(TESTBIN) $(SCRATCH)

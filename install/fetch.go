@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 )
 
 // SourceError is why one source did not deliver the binary.
@@ -88,17 +90,45 @@ func (d *download) Read(p []byte) (int, error) {
 
 func (d *download) Close() error { return d.body.Close() }
 
+// location is where a manifest or a source is: an http(s) URL, or a file on this host
+// (an absolute plain path, a file URL, or, for --manifest only, a relative path).
+type location struct {
+	remote bool
+	path   string // the file's path when !remote
+}
+
+// parseLocation decides by the URL's scheme, never by looking for "://": "./a:b.json" is
+// a file, "file:///srv/m.json" is a file, "https://host/m.json" is remote.
+func parseLocation(raw string) (location, error) {
+	if strings.HasPrefix(raw, "/") {
+		return location{path: raw}, nil
+	}
+	parsed, err := url.Parse(raw)
+	if err != nil {
+		return location{}, fmt.Errorf("%q is neither a URL nor a path: %w", raw, err)
+	}
+	switch parsed.Scheme {
+	case "":
+		return location{path: raw}, nil
+	case "file":
+		if parsed.Host != "" && parsed.Host != "localhost" {
+			return location{}, fmt.Errorf("url %q names a remote host; a file URL must be file:///absolute/path", raw)
+		}
+		return location{path: parsed.Path}, nil
+	case "http", "https":
+		return location{remote: true}, nil
+	}
+	return location{}, fmt.Errorf("url %q: scheme %q is not https, http or file", raw, parsed.Scheme)
+}
+
 // open starts fetching a source: https, http, file URL or absolute plain path.
 func open(ctx context.Context, client *http.Client, rawURL string, limit int64) (*download, error) {
-	if strings.HasPrefix(rawURL, "/") {
-		return openFile(rawURL, rawURL, limit)
-	}
-	parsed, err := url.Parse(rawURL)
+	where, err := parseLocation(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	if parsed.Scheme == "file" {
-		return openFile(rawURL, parsed.Path, limit)
+	if !where.remote {
+		return openFile(ctx, rawURL, where.path, limit)
 	}
 	request, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
@@ -119,8 +149,11 @@ func open(ctx context.Context, client *http.Client, rawURL string, limit int64) 
 	return &download{url: rawURL, body: response.Body, total: response.ContentLength, limit: limit}, nil
 }
 
-func openFile(rawURL, name string, limit int64) (*download, error) {
-	file, err := os.Open(name)
+// openFile opens a local source through safefile: a symlink, FIFO or device planted in a
+// mirror directory is refused at once (a *safefile.Error, which ends the install: it is
+// bad input, not an unreachable source), never followed or blocked on.
+func openFile(ctx context.Context, rawURL, name string, limit int64) (*download, error) {
+	file, err := safefile.Open(name)
 	if err != nil {
 		return nil, err
 	}
@@ -129,30 +162,66 @@ func openFile(rawURL, name string, limit int64) (*download, error) {
 		file.Close()
 		return nil, err
 	}
-	if !info.Mode().IsRegular() {
-		// A FIFO or device could block forever or never end.
-		file.Close()
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	return &download{url: rawURL, body: file, total: info.Size(), limit: limit}, nil
+	return &download{url: rawURL, body: contextReader{ctx, file}, total: info.Size(), limit: limit}, nil
 }
 
-// ReadManifest reads a manifest from a file, an http(s) URL or a file URL, at most 1 MiB.
-func ReadManifest(ctx context.Context, location string) ([]byte, error) {
-	const limit = 1 << 20
-	var stream *download
-	var err error
-	if strings.Contains(location, "://") {
-		stream, err = open(ctx, newHTTPClient(), location, limit)
-	} else {
-		// Not os.ReadFile: a FIFO such as /dev/stdin is refused, stdin is never read.
-		stream, err = openFile(location, location, limit)
+// contextReader ends a long local read at the deadline or a signal: a file read never
+// blocks for long, so checking between reads bounds it.
+type contextReader struct {
+	ctx  context.Context
+	file *os.File
+}
+
+func (r contextReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
 	}
+	return r.file.Read(p)
+}
+
+func (r contextReader) Close() error { return r.file.Close() }
+
+// ManifestReadError says --manifest could not be read. Remote is true for an http(s)
+// URL, whose failure is the network's; a local file's failure is the caller's input.
+type ManifestReadError struct {
+	Location string
+	Remote   bool
+	Err      error
+}
+
+func (e *ManifestReadError) Error() string { return e.Err.Error() }
+func (e *ManifestReadError) Unwrap() error { return e.Err }
+
+// maxManifestSize bounds a manifest: the default one is under 2 KB.
+const maxManifestSize = 1 << 20
+
+// ReadManifest reads a manifest from a file, an http(s) URL or a file URL, at most 1 MiB.
+// A file is read through safefile: /dev/stdin, a FIFO or a symlink is refused at once.
+func ReadManifest(ctx context.Context, manifest string) ([]byte, error) {
+	where, err := parseLocation(manifest)
 	if err != nil {
-		return nil, err
+		return nil, &ManifestReadError{Location: manifest, Err: err}
+	}
+	if !where.remote {
+		if err := ctx.Err(); err != nil {
+			return nil, &ManifestReadError{Location: manifest, Err: err}
+		}
+		data, err := safefile.ReadFile(where.path, maxManifestSize)
+		if err != nil {
+			return nil, &ManifestReadError{Location: manifest, Err: err}
+		}
+		return data, nil
+	}
+	stream, err := open(ctx, newHTTPClient(), manifest, maxManifestSize)
+	if err != nil {
+		return nil, &ManifestReadError{Location: manifest, Remote: true, Err: err}
 	}
 	defer stream.Close()
-	return readAtMost(stream, limit, location)
+	data, err := readAtMost(stream, maxManifestSize, manifest)
+	if err != nil {
+		return nil, &ManifestReadError{Location: manifest, Remote: true, Err: err}
+	}
+	return data, nil
 }
 
 func readAtMost(r io.Reader, limit int64, name string) ([]byte, error) {

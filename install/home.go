@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 )
 
 // LocalError is a failure of this host (full disk, read-only or noexec home, permissions),
@@ -94,16 +96,10 @@ func isActive(home string, artifact Artifact) bool {
 	return err == nil && size == artifact.Size && sum == artifact.SHA256
 }
 
-// hashFile hashes a regular file without following a symlink in its last element.
+// hashFile hashes a regular file without following a symlink in its last element and
+// without blocking on a FIFO planted there.
 func hashFile(name string) (sum string, size int64, err error) {
-	info, err := os.Lstat(name)
-	if err != nil {
-		return "", 0, err
-	}
-	if !info.Mode().IsRegular() {
-		return "", 0, errors.New(name + " is not a regular file")
-	}
-	file, err := os.Open(name)
+	file, err := safefile.Open(name)
 	if err != nil {
 		return "", 0, err
 	}

@@ -14,9 +14,12 @@ import (
 type Method string
 
 const (
-	// Auto tries Pinned, then Package when no pinned source could be reached. A source
-	// that delivered wrong bytes is not "unreachable": that failure is final.
+	// Auto tries Embedded (when the build carries a bwrap), then Pinned, then Package when
+	// no pinned source could be reached. A source that delivered wrong bytes is not
+	// "unreachable": that failure is final. An embedded copy that is not the pin is skipped.
 	Auto Method = "auto"
+	// Embedded installs the bwrap this build carries, checked against the pin: no network.
+	Embedded Method = "embedded"
 	// Pinned installs the manifest's binary into the home.
 	Pinned Method = "pinned"
 	// Package asks the host's package manager for bubblewrap.
@@ -26,10 +29,10 @@ const (
 // ParseMethod reads a --method value.
 func ParseMethod(name string) (Method, error) {
 	switch method := Method(name); method {
-	case Auto, Pinned, Package:
+	case Auto, Embedded, Pinned, Package:
 		return method, nil
 	}
-	return "", fmt.Errorf("unknown method %q (want auto, pinned or package)", name)
+	return "", fmt.Errorf("unknown method %q (want auto, embedded, pinned or package)", name)
 }
 
 // Defaults for Options fields left zero.
@@ -44,6 +47,9 @@ type Options struct {
 	Artifact Artifact // this machine's pin (after any mirror); not used by Package
 	Method   Method
 	Force    bool // reinstall even when the pin is already active
+	// Embedded is the bwrap this build carries (EmbeddedBwrap), nil for none; tests set
+	// other bytes. It is installed only if it is the Artifact's pinned binary.
+	Embedded []byte
 
 	// StallLimit aborts a download that delivers no bytes for this long.
 	StallLimit time.Duration
@@ -106,7 +112,17 @@ func Install(ctx context.Context, opts Options) (Result, error) {
 		return installPinned(ctx, opts)
 	case Package:
 		return installPackage(ctx, opts)
+	case Embedded:
+		return installEmbedded(ctx, opts)
 	case Auto:
+		if len(opts.Embedded) > 0 {
+			result, err := installEmbedded(ctx, opts)
+			var mismatch *EmbeddedMismatchError
+			if !errors.As(err, &mismatch) {
+				return result, err // installed, or a failure of this host no source would avoid
+			}
+			opts.Progress.Note(mismatch.Error() + "; ignoring it and trying the pinned sources")
+		}
 		result, err := installPinned(ctx, opts)
 		var fetchErr *FetchError
 		if err == nil || !errors.As(err, &fetchErr) || !fetchErr.Unreachable() {

@@ -149,38 +149,33 @@ func (a Artifact) validate() error {
 }
 
 // checkURL accepts https, http (loopback and mirrors), file URLs and absolute plain paths.
+// The scheme decision is parseLocation's; this adds what a pinned source must also have.
 func checkURL(raw string) error {
 	if raw == "" {
 		return errors.New("empty url")
 	}
+	if strings.ContainsRune(raw, 0) {
+		return fmt.Errorf("path %q contains NUL", raw)
+	}
+	where, err := parseLocation(raw)
+	if err != nil {
+		return err
+	}
 	if strings.HasPrefix(raw, "/") {
-		if strings.ContainsRune(raw, 0) {
-			return fmt.Errorf("path %q contains NUL", raw)
-		}
 		return nil
 	}
 	parsed, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("url %q: %w", raw, err)
 	}
-	switch parsed.Scheme {
-	case "https", "http":
-		if parsed.Host == "" {
-			return fmt.Errorf("url %q has no host", raw)
-		}
-	case "file":
-		if parsed.Host != "" && parsed.Host != "localhost" {
-			return fmt.Errorf("url %q names a remote host; a file URL must be file:///absolute/path", raw)
-		}
-		if !strings.HasPrefix(parsed.Path, "/") {
-			return fmt.Errorf("url %q has no absolute path", raw)
-		}
-	case "":
+	switch {
+	case parsed.Scheme == "":
 		return fmt.Errorf("url %q is neither a URL nor an absolute path", raw)
-	default:
-		return fmt.Errorf("url %q: scheme %q is not https, http or file", raw, parsed.Scheme)
-	}
-	if parsed.Fragment != "" {
+	case where.remote && parsed.Host == "":
+		return fmt.Errorf("url %q has no host", raw)
+	case !where.remote && !strings.HasPrefix(where.path, "/"):
+		return fmt.Errorf("url %q has no absolute path", raw)
+	case parsed.Fragment != "":
 		return fmt.Errorf("url %q has a fragment", raw)
 	}
 	return nil

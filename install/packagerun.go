@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/internal/environ"
+	"github.com/bwrapkit/bwrapkit/internal/pathlist"
 	"github.com/bwrapkit/bwrapkit/locate"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
@@ -29,8 +31,8 @@ func (e *NeedRootError) Error() string {
 const packageWaitDelay = 5 * time.Second
 
 func installPackage(ctx context.Context, opts Options) (Result, error) {
-	path := lookup(opts.Environ, "PATH")
-	manager, program, err := ChooseManager(path, isExecutable)
+	path, _ := environ.Lookup(opts.Environ, "PATH")
+	manager, program, err := ChooseManager(path, pathlist.IsExecutable)
 	if err != nil {
 		return Result{}, err
 	}
@@ -39,7 +41,7 @@ func installPackage(ctx context.Context, opts Options) (Result, error) {
 	}
 	before, _ := packagedBwrap(path)
 
-	env := environ(opts.Environ, manager.Env)
+	env := environ.Merge(opts.Environ, manager.Env)
 	opts.Progress.Note(fmt.Sprintf("installing bubblewrap with %s %s", program, strings.Join(manager.Install, " ")))
 	err = runGroup(ctx, program, manager.Install, env, opts.PackageOutput)
 	if err != nil && manager.Refresh != nil && ctx.Err() == nil {

@@ -62,7 +62,7 @@ func readLog(t *testing.T, dir, name string) string {
 func TestPackageManagers(t *testing.T) {
 	t.Parallel()
 	loadBwrap(t)
-	for _, manager := range Managers {
+	for _, manager := range Managers() {
 		t.Run(manager.Name, func(t *testing.T) {
 			t.Parallel()
 			dir := standIn(t, manager.Name, provideBwrap)

@@ -2,9 +2,10 @@ package install
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/bwrapkit/bwrapkit/internal/pathlist"
 )
 
 // Manager is a package manager and its non-interactive way to install bubblewrap.
@@ -18,9 +19,23 @@ type Manager struct {
 	Refresh []string
 }
 
-// Managers are the supported package managers in order of preference: dnf before yum
-// because on current Fedora and RHEL yum is dnf under another name.
-var Managers = []Manager{
+// Managers returns the supported package managers in order of preference (dnf before yum
+// because on current Fedora and RHEL yum is dnf under another name). Each call returns a
+// fresh copy: no importer can change which programs install runs as root.
+func Managers() []Manager {
+	copies := make([]Manager, len(managers))
+	for i, manager := range managers {
+		copies[i] = Manager{
+			Name:    manager.Name,
+			Env:     slices.Clone(manager.Env),
+			Install: slices.Clone(manager.Install),
+			Refresh: slices.Clone(manager.Refresh),
+		}
+	}
+	return copies
+}
+
+var managers = []Manager{
 	{
 		Name: "apt-get",
 		// noninteractive makes debconf take defaults instead of asking on a terminal.
@@ -49,15 +64,9 @@ var ErrNoManager = errors.New("no supported package manager (apt-get, dnf, yum, 
 // ChooseManager picks the first supported package manager found on PATH and returns
 // its absolute path. Relative and empty PATH entries are ignored, as locate does.
 func ChooseManager(path string, isExecutable func(name string) bool) (Manager, string, error) {
-	for _, manager := range Managers {
-		for _, dir := range filepath.SplitList(path) {
-			if !filepath.IsAbs(dir) {
-				continue
-			}
-			program := filepath.Join(dir, manager.Name)
-			if isExecutable(program) {
-				return manager, program, nil
-			}
+	for _, manager := range Managers() {
+		if program, found := pathlist.Look(path, manager.Name, isExecutable); found {
+			return manager, program, nil
 		}
 	}
 	return Manager{}, "", ErrNoManager
@@ -70,42 +79,4 @@ func (m Manager) CommandLine() string {
 		return install
 	}
 	return strings.Join(append([]string{m.Name}, m.Refresh...), " ") + " && " + install
-}
-
-// isExecutable is the real check: a regular file with an execute bit, symlinks followed.
-func isExecutable(name string) bool {
-	info, err := os.Stat(name)
-	return err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0
-}
-
-// environ is base with each NAME=value of extra replacing any earlier NAME.
-func environ(base, extra []string) []string {
-	merged := make([]string, 0, len(base)+len(extra))
-	for _, entry := range base {
-		name, _, _ := strings.Cut(entry, "=")
-		if !hasName(extra, name) {
-			merged = append(merged, entry)
-		}
-	}
-	return append(merged, extra...)
-}
-
-func hasName(entries []string, name string) bool {
-	for _, entry := range entries {
-		if entryName, _, _ := strings.Cut(entry, "="); entryName == name {
-			return true
-		}
-	}
-	return false
-}
-
-// lookup returns the value of name in an environment list; the last entry wins.
-func lookup(env []string, name string) string {
-	value := ""
-	for _, entry := range env {
-		if entryName, entryValue, ok := strings.Cut(entry, "="); ok && entryName == name {
-			value = entryValue
-		}
-	}
-	return value
 }

@@ -3,7 +3,6 @@ package install
 import (
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -51,10 +50,10 @@ func TestManagerCommandLines(t *testing.T) {
 		"pacman":  "pacman -S --noconfirm --needed bubblewrap",
 		"apk":     "apk --no-interactive update && apk --no-interactive add bubblewrap",
 	}
-	if len(Managers) != len(want) {
-		t.Fatalf("%d managers, want %d", len(Managers), len(want))
+	if len(Managers()) != len(want) {
+		t.Fatalf("%d managers, want %d", len(Managers()), len(want))
 	}
-	for _, manager := range Managers {
+	for _, manager := range Managers() {
 		if got := manager.CommandLine(); got != want[manager.Name] {
 			t.Errorf("%s: CommandLine() = %q, want %q", manager.Name, got, want[manager.Name])
 		}
@@ -64,12 +63,15 @@ func TestManagerCommandLines(t *testing.T) {
 	}
 }
 
-func TestEnviron(t *testing.T) {
-	got := environ([]string{"PATH=/bin", "DEBIAN_FRONTEND=dialog", "HOME=/root"}, []string{"DEBIAN_FRONTEND=noninteractive"})
-	if strings.Join(got, " ") != "PATH=/bin HOME=/root DEBIAN_FRONTEND=noninteractive" {
-		t.Errorf("environ = %q", got)
-	}
-	if path := lookup([]string{"PATH=/a", "X=1", "PATH=/b"}, "PATH"); path != "/b" {
-		t.Errorf("lookup PATH = %q, want the last entry", path)
+// TestManagersIsACopy: an importer that edits what it got changes nothing for the next
+// caller (the argv install runs as root comes from this table).
+func TestManagersIsACopy(t *testing.T) {
+	first := Managers()
+	first[0].Name = "evil"
+	first[0].Install[0] = "remove"
+	first[0].Env = append(first[0].Env[:0], "LD_PRELOAD=/tmp/x.so")
+	second := Managers()
+	if second[0].Name != "apt-get" || second[0].Install[0] != "install" || second[0].Env[0] != "DEBIAN_FRONTEND=noninteractive" {
+		t.Errorf("an edit of one copy reached the next: %+v", second[0])
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 	"github.com/bwrapkit/bwrapkit/locate"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
@@ -56,28 +57,40 @@ func (e *FetchError) Unreachable() bool {
 }
 
 func installPinned(ctx context.Context, opts Options) (Result, error) {
-	artifact := opts.Artifact
-	if err := artifact.validate(); err != nil {
+	if err := opts.Artifact.validate(); err != nil {
 		return Result{}, &ManifestError{err}
 	}
+	return installVerified(ctx, opts, Pinned, fetchPinned)
+}
+
+// fetchFunc returns a temp file in <home>/versions holding the verified binary.
+type fetchFunc func(ctx context.Context, opts Options, artifact Artifact) (string, error)
+
+// installVerified is every install of a pinned binary, whatever delivers its bytes: the
+// home is prepared and locked, an active pin is left alone, and the verified file is
+// placed, probed at its final path and activated, or nothing changes.
+func installVerified(ctx context.Context, opts Options, method Method, fetch fetchFunc) (Result, error) {
+	artifact := opts.Artifact
 	if err := prepareHome(opts.Home); err != nil {
 		return Result{}, err
 	}
-	unlock, err := lockHome(ctx, opts.Home)
+	unlock, err := lockHome(ctx, opts.Home, func(name string) {
+		opts.Progress.Note("waiting for another installer to release " + name)
+	})
 	if err != nil {
 		return Result{}, err
 	}
 	defer unlock()
 	sweepStale(opts.Home)
 
-	result := Result{Method: Pinned, Path: locate.ManagedPath(opts.Home), SHA256: artifact.SHA256, Version: artifact.Version}
+	result := Result{Method: method, Path: locate.ManagedPath(opts.Home), SHA256: artifact.SHA256, Version: artifact.Version}
 	// Checked under the lock: a concurrent installer may just have put this pin in place.
 	if !opts.Force && isActive(opts.Home, artifact) {
 		opts.Progress.Note(fmt.Sprintf("bwrap %s (sha256 %s) is already installed at %s", artifact.Version, artifact.ID(), result.Path))
 		return result, nil
 	}
 
-	verified, err := fetchPinned(ctx, opts, artifact)
+	verified, err := fetch(ctx, opts, artifact)
 	if err != nil {
 		return Result{}, err
 	}
@@ -207,6 +220,7 @@ func trySource(ctx context.Context, opts Options, artifact Artifact, source Sour
 func blame(ctx, sourceCtx context.Context, source Source, stream *download, err error) error {
 	var stall *StallError
 	var local *LocalError
+	var refused *safefile.Error
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("gave up while fetching %s: %w", source.URL, ctx.Err())
@@ -217,6 +231,8 @@ func blame(ctx, sourceCtx context.Context, source Source, stream *download, err 
 			"transfer broke off after %d of %s: %w", stream.read, describeTotal(stream.total), stream.readErr)}
 	case errors.As(err, &local):
 		return err
+	case errors.As(err, &refused):
+		return err // a planted FIFO or link in a mirror: bad input, not a missing source
 	}
 	var content *ContentError
 	var urlErr *url.Error

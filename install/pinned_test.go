@@ -161,7 +161,7 @@ func TestInstallRefusesUnusableHome(t *testing.T) {
 func TestInstallLockWaitIsBounded(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	unlock, err := lockHome(context.Background(), home)
+	unlock, err := lockHome(context.Background(), home, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestInstallLockWaitIsBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	started := time.Now()
-	_, err = lockHome(ctx, home)
+	_, err = lockHome(ctx, home, nil)
 	if err == nil || !strings.Contains(err.Error(), "another installer holds") {
 		t.Fatalf("second lock: %v", err)
 	}

@@ -43,6 +43,12 @@ func placeVersion(home string, artifact Artifact, verified string) (undo func(),
 		created = true
 	case !errors.Is(err, os.ErrExist):
 		return nil, &LocalError{fmt.Errorf("creating %s: %w", dir, err)}
+	default:
+		// Renaming into a symlink named like the version would place the binary wherever
+		// the link points.
+		if info, err := os.Lstat(dir); err != nil || !info.IsDir() {
+			return nil, &LocalError{fmt.Errorf("%s is not a directory (remove it and install again)", dir)}
+		}
 	}
 	undo = func() {
 		if created {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bwrapkit/bwrapkit/internal/pathlist"
 )
 
 // Source says where a bwrap was found.
@@ -21,17 +23,22 @@ const (
 	SourceManaged Source = "managed"
 )
 
-// FileSystem is the seam the search looks through: Stat follows symlinks, as exec does.
+// FileSystem is the host as the search sees it: Stat follows symlinks, as exec does;
+// Lstat does not; Getuid is the caller, whom a binary's owner must be (or root).
 type FileSystem interface {
 	Stat(name string) (fs.FileInfo, error)
+	Lstat(name string) (fs.FileInfo, error)
 	EvalSymlinks(name string) (string, error)
+	Getuid() int
 }
 
-// OS is the real file system.
+// OS is the real host.
 type OS struct{}
 
 func (OS) Stat(name string) (fs.FileInfo, error)    { return os.Stat(name) }
+func (OS) Lstat(name string) (fs.FileInfo, error)   { return os.Lstat(name) }
 func (OS) EvalSymlinks(name string) (string, error) { return filepath.EvalSymlinks(name) }
+func (OS) Getuid() int                              { return os.Getuid() }
 
 // Query is everything the search depends on.
 type Query struct {
@@ -43,13 +50,34 @@ type Query struct {
 
 // Candidate is one place a bwrap was looked for.
 type Candidate struct {
-	Path   string      `json:"path"`
-	Real   string      `json:"real,omitempty"` // symlinks resolved
-	Source Source      `json:"source"`
-	Usable bool        `json:"usable"`
-	Reason string      `json:"reason,omitempty"` // why it is not usable, or why it was skipped
-	Mode   fs.FileMode `json:"-"`
-	UID    uint32      `json:"-"`
+	Path   string `json:"path"`
+	Real   string `json:"real,omitempty"` // symlinks resolved
+	Source Source `json:"source"`
+	Usable bool   `json:"usable"`
+	Reason string `json:"reason,omitempty"` // why it is not usable, or why it was skipped
+	// Refusal is Reason's kind, for callers that branch on it (never on Reason's text).
+	Refusal Refusal     `json:"-"`
+	Mode    fs.FileMode `json:"-"`
+	UID     uint32      `json:"-"`
+}
+
+// Refusal is why a candidate is not usable.
+type Refusal string
+
+const (
+	RefusalMissing       Refusal = "missing"
+	RefusalSkippedEntry  Refusal = "skipped-path-entry" // empty or relative PATH entry
+	RefusalNotAbsolute   Refusal = "not-absolute"
+	RefusalUninspectable Refusal = "uninspectable"
+	RefusalNotExecutable Refusal = "not-executable" // a directory, not a regular file, no x bit
+	// RefusalReplaceable: another non-root user could replace the binary (see ReplaceableBy).
+	RefusalReplaceable Refusal = "replaceable"
+)
+
+// refuse marks the candidate unusable for kind, saying reason.
+func (c Candidate) refuse(kind Refusal, reason string) Candidate {
+	c.Refusal, c.Reason = kind, reason
+	return c
 }
 
 // Result is the chosen bwrap and everything considered on the way.
@@ -77,7 +105,18 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string {
-	return "no usable bwrap on PATH or in the managed install"
+	message := "no usable bwrap on PATH or in the managed install"
+	// A bwrap that is there but refused is the surprise worth naming; an absent one is not.
+	var refused []string
+	for _, candidate := range e.Candidates {
+		if !candidate.Usable && candidate.Mode != 0 { // stat saw a file there
+			refused = append(refused, candidate.String())
+		}
+	}
+	if len(refused) > 0 {
+		message += " (refused: " + strings.Join(refused, "; ") + ")"
+	}
+	return message
 }
 
 // ExplicitError says the bwrap named by --bwrap or BWRAPKIT_BWRAP cannot be used. The
@@ -108,17 +147,13 @@ func Find(q Query, fsys FileSystem) (Result, error) {
 	}
 
 	var candidates []Candidate
-	for _, dir := range filepath.SplitList(q.PATH) {
-		switch {
-		case dir == "":
-			candidates = append(candidates, Candidate{Path: dir, Source: SourcePath, Reason: "empty PATH entry ignored (it would mean the current directory)"})
-			continue
-		case !filepath.IsAbs(dir):
-			candidates = append(candidates, Candidate{Path: dir, Source: SourcePath, Reason: "relative PATH entry ignored (it depends on the current directory)"})
+	for _, entry := range pathlist.Entries(q.PATH) {
+		if entry.Skipped != "" {
+			candidates = append(candidates, Candidate{Path: entry.Dir, Source: SourcePath}.refuse(RefusalSkippedEntry, entry.Skipped))
 			continue
 		}
-		candidate := inspect(fsys, filepath.Join(dir, "bwrap"), SourcePath)
-		if candidate.Reason == reasonMissing {
+		candidate := inspect(fsys, filepath.Join(entry.Dir, "bwrap"), SourcePath)
+		if candidate.Refusal == RefusalMissing {
 			continue // an absent file is the normal case for most PATH entries
 		}
 		candidates = append(candidates, candidate)
@@ -135,43 +170,43 @@ func Find(q Query, fsys FileSystem) (Result, error) {
 	return Result{Candidates: candidates}, &NotFoundError{Candidates: candidates}
 }
 
-const reasonMissing = "does not exist"
-
 // inspect decides whether path is an executable regular file, following symlinks.
 func inspect(fsys FileSystem, path string, source Source) Candidate {
 	candidate := Candidate{Path: path, Source: source}
 	if !filepath.IsAbs(path) {
-		candidate.Reason = "not an absolute path"
-		return candidate
+		return candidate.refuse(RefusalNotAbsolute, "not an absolute path")
 	}
 	info, err := fsys.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		candidate.Reason = reasonMissing
-		return candidate
+		return candidate.refuse(RefusalMissing, "does not exist")
 	case err != nil:
-		candidate.Reason = "cannot be inspected: " + err.Error()
-		return candidate
+		return candidate.refuse(RefusalUninspectable, "cannot be inspected: "+err.Error())
 	}
 	candidate.Mode = info.Mode()
-	candidate.UID = ownerOf(info)
+	candidate.UID, _ = idsOf(info)
 	switch {
 	case info.IsDir():
-		candidate.Reason = "is a directory"
-		return candidate
+		return candidate.refuse(RefusalNotExecutable, "is a directory")
 	case !info.Mode().IsRegular():
-		candidate.Reason = "is not a regular file"
-		return candidate
+		return candidate.refuse(RefusalNotExecutable, "is not a regular file")
 	case info.Mode().Perm()&0o111 == 0:
-		candidate.Reason = "is not executable (no x bit)"
-		return candidate
+		return candidate.refuse(RefusalNotExecutable, "is not executable (no x bit)")
 	}
 	real, err := fsys.EvalSymlinks(path)
 	if err != nil {
-		candidate.Reason = "symlinks cannot be resolved: " + err.Error()
-		return candidate
+		return candidate.refuse(RefusalUninspectable, "symlinks cannot be resolved: "+err.Error())
 	}
 	candidate.Real = real
+	// A binary another user can replace runs that user's code with the caller's rights
+	// (as root, on every run): refused, like a missing one.
+	exposed, err := exposure(fsys, path, real, uint32(fsys.Getuid()))
+	switch {
+	case err != nil:
+		return candidate.refuse(RefusalUninspectable, "its directories cannot be inspected: "+err.Error())
+	case exposed != "":
+		return candidate.refuse(RefusalReplaceable, "another user could replace it: "+exposed+" (remove their write access or ownership, or use a bwrap only root can change)")
+	}
 	candidate.Usable = true
 	return candidate
 }

@@ -6,19 +6,25 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
 
-// fakeFS is a file system of paths, their modes and symlink targets.
+// fakeFS is a file system of paths, their modes, owners and symlink targets. Every
+// ancestor of a listed path exists as a root-owned 0755 directory unless listed itself.
 type fakeFS struct {
-	files map[string]fs.FileMode
-	links map[string]string // path -> resolved real path
+	files  map[string]fs.FileMode
+	links  map[string]string    // path -> resolved real path
+	owners map[string][2]uint32 // path -> uid, gid; root when absent
+	caller int
 }
 
 type fakeInfo struct {
-	name string
-	mode fs.FileMode
+	name     string
+	mode     fs.FileMode
+	uid, gid uint32
 }
 
 func (i fakeInfo) Name() string       { return i.name }
@@ -26,7 +32,7 @@ func (i fakeInfo) Size() int64        { return 0 }
 func (i fakeInfo) Mode() fs.FileMode  { return i.mode }
 func (i fakeInfo) ModTime() time.Time { return time.Time{} }
 func (i fakeInfo) IsDir() bool        { return i.mode.IsDir() }
-func (i fakeInfo) Sys() any           { return nil }
+func (i fakeInfo) Sys() any           { return &syscall.Stat_t{Uid: i.uid, Gid: i.gid} }
 
 func (f fakeFS) real(name string) string {
 	if target, ok := f.links[name]; ok {
@@ -35,15 +41,42 @@ func (f fakeFS) real(name string) string {
 	return name
 }
 
+func (f fakeFS) Lstat(name string) (fs.FileInfo, error) {
+	owner := f.owners[name]
+	info := fakeInfo{name: filepath.Base(name), uid: owner[0], gid: owner[1]}
+	if _, ok := f.links[name]; ok {
+		info.mode = fs.ModeSymlink | 0o777
+		return info, nil
+	}
+	if mode, ok := f.files[name]; ok {
+		info.mode = mode
+		return info, nil
+	}
+	for path := range f.files {
+		if name == "/" || strings.HasPrefix(path, name+"/") {
+			info.mode = fs.ModeDir | 0o755
+			return info, nil
+		}
+	}
+	for path := range f.links {
+		if name == "/" || strings.HasPrefix(path, name+"/") {
+			info.mode = fs.ModeDir | 0o755
+			return info, nil
+		}
+	}
+	return nil, &fs.PathError{Op: "lstat", Path: name, Err: fs.ErrNotExist}
+}
+
 func (f fakeFS) Stat(name string) (fs.FileInfo, error) {
-	mode, ok := f.files[f.real(name)]
-	if !ok {
+	info, err := f.Lstat(f.real(name))
+	if err != nil {
 		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 	}
-	return fakeInfo{filepath.Base(name), mode}, nil
+	return info, nil
 }
 
 func (f fakeFS) EvalSymlinks(name string) (string, error) { return f.real(name), nil }
+func (f fakeFS) Getuid() int                              { return f.caller }
 
 func TestFind(t *testing.T) {
 	fsys := fakeFS{
@@ -118,8 +151,8 @@ func TestFind(t *testing.T) {
 				}
 			}
 			for _, candidate := range result.Candidates {
-				if !candidate.Usable && candidate.Reason == "" {
-					t.Errorf("unusable candidate without a reason: %+v", candidate)
+				if !candidate.Usable && (candidate.Reason == "" || candidate.Refusal == "") {
+					t.Errorf("unusable candidate without a reason and its kind: %+v", candidate)
 				}
 			}
 		})

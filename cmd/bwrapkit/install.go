@@ -7,15 +7,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strings"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/bwrapkit/bwrapkit/install"
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 )
 
 func init() { extraCommands = append(extraCommands, newInstallCmd) }
@@ -44,7 +46,7 @@ func newInstallCmd(s streams, global *globalOptions) *cobra.Command {
 func newInstallCmdWith(s streams, global *globalOptions, runF func(context.Context, *installOptions) error) *cobra.Command {
 	opts := &installOptions{streams: s, global: global, arch: runtime.GOARCH, geteuid: os.Geteuid}
 	cmd := &cobra.Command{
-		Use:   "install [--manifest FILE|URL] [--mirror URL] [--method auto|pinned|package] [--timeout D] [--force] [--json]",
+		Use:   "install [--manifest FILE|URL] [--mirror URL] [--method auto|embedded|pinned|package] [--timeout D] [--force] [--json]",
 		Short: "Install a pinned static bwrap, or bubblewrap from the package manager",
 		Long: `Install bwrap without asking anything (stdin is never read).
 
@@ -54,12 +56,21 @@ pinned:  download the manifest's bwrap for this architecture, check its sha256 a
          be reached is skipped, one that delivers wrong bytes stops the install.
 package: apt-get, dnf, yum, zypper, pacman or apk, non-interactive, killed with its
          process group at the timeout. Needs root; otherwise prints the command to run.
-auto:    pinned, then package if no pinned source could be reached.
+embedded: a release build (make dist) carries the pinned static bwrap: checked against
+         the pin like any source and installed with no network. A copy that is not the
+         pin is refused.
+auto:    embedded (when this build has it and it is the pin), then pinned, then package
+         if no pinned source could be reached.
 
 Installing the pin that is already active changes nothing. Any failure leaves the previous
 install untouched. The default manifest is built in.
 
-Exit status: 0 installed (or already installed); 1 failed; 2 bad usage or a bad manifest.`,
+Every file read on this host (--manifest, a plain-path or file:// mirror or source) must
+be a regular file: a symlink, FIFO or device there is refused at once (exit 2).
+--timeout and SIGINT/SIGTERM end every phase, the wait for another installer's lock too.
+
+Exit status: 0 installed (or already installed); 1 failed (or --timeout expired); 2 bad
+usage, a bad manifest, or a refused local file; 128+N stopped by signal N.`,
 		Example: `  bwrapkit install
   bwrapkit install --mirror https://mirror.example.internal/bwrap/ --timeout 2m
   bwrapkit install --manifest ./manifest.json --method pinned --json
@@ -71,7 +82,7 @@ Exit status: 0 installed (or already installed); 1 failed; 2 bad usage or a bad 
 	flags := cmd.Flags()
 	flags.StringVar(&opts.manifest, "manifest", "", "read the manifest from `FILE` or an http(s) URL (default: the built-in one)")
 	flags.StringVar(&opts.mirror, "mirror", "", "fetch every source's file from `URL` (or directory) instead of its own host")
-	flags.StringVar(&opts.method, "method", string(install.Auto), "auto, pinned or package")
+	flags.StringVar(&opts.method, "method", string(install.Auto), "auto, embedded, pinned or package")
 	flags.DurationVar(&opts.timeout, "timeout", 5*time.Minute, "give up on the whole install after this long")
 	flags.BoolVar(&opts.force, "force", false, "reinstall even if the pinned bwrap is already active")
 	flags.BoolVar(&opts.json, "json", false, `print {"schema","method","path","sha256","version","changed"} as JSON`)
@@ -96,17 +107,36 @@ func runInstall(ctx context.Context, opts *installOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, opts.timeout)
+	signalCtx, stopSignals := catchSignals(ctx)
+	defer stopSignals()
+	ctx, cancel := context.WithTimeout(signalCtx, opts.timeout)
 	defer cancel()
 
 	artifact, err := chooseArtifact(ctx, opts, method)
-	if err != nil {
-		return err
+	if err == nil {
+		var result install.Result
+		result, err = installArtifact(ctx, opts, home, method, artifact)
+		if err == nil && opts.json {
+			data, _ := json.MarshalIndent(installReport{Schema: "bwrapkit.install/v1", Result: result}, "", "  ")
+			fmt.Fprintln(opts.Out, string(data))
+		}
 	}
+	if err != nil && signalCtx.Err() != nil {
+		// A signal, not the deadline: say so once, and exit as a shell reports a signal.
+		fmt.Fprintf(opts.Err, "bwrapkit: install stopped (%v); the previous install is untouched\n", context.Cause(signalCtx))
+		return exitError{interruptedStatus(signalCtx)}
+	}
+	return err
+}
+
+// installArtifact runs the install and sorts its failure: a refused local file (a FIFO or
+// link given as a source) is bad input, anything else a failure.
+func installArtifact(ctx context.Context, opts *installOptions, home string, method install.Method, artifact install.Artifact) (install.Result, error) {
 	result, err := install.Install(ctx, install.Options{
 		Home:          home,
 		Artifact:      artifact,
 		Method:        method,
+		Embedded:      install.EmbeddedBwrap(),
 		Force:         opts.force,
 		StallLimit:    opts.stallLimit,
 		Environ:       opts.Environ(),
@@ -114,17 +144,39 @@ func runInstall(ctx context.Context, opts *installOptions) error {
 		PackageOutput: opts.Err, // stdout is kept for the result
 		Progress:      &installProgress{out: opts.Err, terminal: opts.ErrIsTerminal},
 	})
-	if errors.Is(err, context.DeadlineExceeded) {
-		return failureError{fmt.Errorf("--timeout %s expired: %w", opts.timeout, err)}
+	var refused *safefile.Error
+	switch {
+	case errors.Is(err, install.ErrNoEmbedded):
+		return result, usageError{err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return result, failureError{fmt.Errorf("--timeout %s expired: %w", opts.timeout, err)}
+	case errors.As(err, &refused):
+		return result, usageError{err}
+	case err != nil:
+		return result, failureError{err}
 	}
-	if err != nil {
-		return failureError{err}
+	return result, nil
+}
+
+// catchSignals makes a signal cancel ctx from here on, even before main's handler is in
+// place (main registers it off the main goroutine to keep run's start-up short, and an
+// install can reach its lock within that window): a signal's default action would end
+// the install with its lock taken and a temp file behind.
+func catchSignals(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		select {
+		case received := <-signals:
+			cancel(signalled{received.(syscall.Signal)})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(signals)
+		cancel(nil)
 	}
-	if opts.json {
-		data, _ := json.MarshalIndent(installReport{Schema: "bwrapkit.install/v1", Result: result}, "", "  ")
-		fmt.Fprintln(opts.Out, string(data))
-	}
-	return nil
 }
 
 func installHome(opts *installOptions) (string, error) {
@@ -145,11 +197,12 @@ func chooseArtifact(ctx context.Context, opts *installOptions, method install.Me
 	manifest := install.Default()
 	if opts.manifest != "" {
 		data, err := install.ReadManifest(ctx, opts.manifest)
-		if err != nil {
-			if strings.Contains(opts.manifest, "://") {
-				return install.Artifact{}, failureError{fmt.Errorf("fetching --manifest: %w", err)}
-			}
-			return install.Artifact{}, usagef("--manifest: %v", err)
+		var readErr *install.ManifestReadError
+		switch {
+		case errors.As(err, &readErr) && readErr.Remote:
+			return install.Artifact{}, failureError{fmt.Errorf("fetching --manifest: %w", err)}
+		case err != nil:
+			return install.Artifact{}, usagef("--manifest: %w", err)
 		}
 		if manifest, err = install.ParseManifest(data); err != nil {
 			return install.Artifact{}, usagef("--manifest %s: %v", opts.manifest, err)

@@ -132,8 +132,12 @@ func TestInstallBadUsageExitsTwo(t *testing.T) {
 		{"malformed sha256", []string{"--manifest", manifest(strings.Replace(good, "253c", "253C", 1))}, "", "64 lowercase hex"},
 		{"malformed url", []string{"--manifest", manifest(strings.Replace(good, "http://127.0.0.1:1/b", "ftp://mirror/b", 1))}, "", `scheme "ftp"`},
 		{"missing manifest", []string{"--manifest", "/nonexistent/manifest.json"}, "", "no such file"},
-		{"stdin as manifest", []string{"--manifest", "/dev/stdin"}, "", "not a regular file"},
+		{"stdin as manifest", []string{"--manifest", "/dev/stdin"}, "", "/dev/stdin is a symbolic link"},
+		{"null device as manifest", []string{"--manifest", "/dev/null"}, "", "/dev/null is a device"},
+		{"file URL of a directory as manifest", []string{"--manifest", "file:///etc"}, "", "/etc is a directory"},
+		{"manifest over 1 MiB", []string{"--manifest", writeManifest(t, strings.Repeat(" ", 1<<20+1))}, "", "larger than the 1048576 bytes allowed"},
 		{"unknown method", []string{"--method", "brew"}, "", `unknown method "brew"`},
+		{"embedded method in a build without one", []string{"--method", "embedded"}, "", "carries no embedded bwrap"},
 		{"zero timeout", []string{"--timeout", "0s"}, "", "--timeout must be positive"},
 		{"bad timeout", []string{"--timeout", "soon"}, "", "invalid argument"},
 		{"bad mirror", []string{"--mirror", "mirror/relative"}, "", "neither a URL nor an absolute path"},
@@ -162,7 +166,7 @@ func TestInstallBadUsageExitsTwo(t *testing.T) {
 // TestInstallRegistered runs install through the real root command.
 func TestInstallRegistered(t *testing.T) {
 	got := invocation{args: []string{"install", "--method", "brew"}}.run(t)
-	if got.status != exitUsage || got.stderr != "bwrapkit: unknown method \"brew\" (want auto, pinned or package)\n" {
+	if got.status != exitUsage || got.stderr != "bwrapkit: unknown method \"brew\" (want auto, embedded, pinned or package)\n" {
 		t.Errorf("status %d, stderr %q", got.status, got.stderr)
 	}
 	help := invocation{args: []string{"install", "--help"}}.run(t)
@@ -269,5 +273,21 @@ func TestInstallTimeoutExitsOne(t *testing.T) {
 	}
 	if elapsed := time.Since(started); elapsed > 5*time.Second {
 		t.Errorf("--timeout 300ms took %s", elapsed)
+	}
+}
+
+// TestVersionJSON: an ordinary build names no embedded bwrap (null, not absent).
+func TestVersionJSON(t *testing.T) {
+	got := invocation{args: []string{"version", "--json"}}.run(t)
+	var report map[string]any
+	if err := json.Unmarshal([]byte(got.stdout), &report); err != nil || got.status != exitOK {
+		t.Fatalf("status %d, %v\n%s", got.status, err, got.stdout)
+	}
+	embedded, present := report["embedded_bwrap"]
+	if report["schema"] != "bwrapkit.version/v1" || report["version"] == "" || !present || embedded != nil {
+		t.Errorf("version --json = %v", report)
+	}
+	if plain := (invocation{args: []string{"version"}}.run(t)); !strings.HasPrefix(plain.stdout, "bwrapkit ") {
+		t.Errorf("version: %q", plain.stdout)
 	}
 }

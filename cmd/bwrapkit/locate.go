@@ -23,7 +23,9 @@ func newLocateCmd(s streams, global *globalOptions) *cobra.Command {
 		Long: `Print the absolute (symlink-resolved) path of the bwrap "bwrapkit run" would use.
 Order: --bwrap, then BWRAPKIT_BWRAP, then the first executable regular file named bwrap
 on PATH, then the managed install <home>/bin/bwrap. An explicit choice that is unusable
-is an error, never a fallback.
+is an error, never a fallback. A bwrap another non-root user could replace (the file or a
+directory above it owned by another non-root uid, or group- or world-writable without the
+sticky bit) is unusable.
 
 Exit status: 0 found; 1 none usable (stderr says what to do); 2 bad usage.`,
 		Example: `  bwrapkit locate

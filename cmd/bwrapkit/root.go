@@ -77,15 +77,15 @@ func isCobraUsage(err error) bool {
 }
 
 func newVersionCmd(s streams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
+	asJSON := false
+	cmd := &cobra.Command{
+		Use:   "version [--json]",
 		Short: "Print bwrapkit's version",
 		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := cmd.OutOrStdout().Write([]byte("bwrapkit " + version + "\n"))
-			return err
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return printVersion(cmd.OutOrStdout(), asJSON) },
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"schema","version","embedded_bwrap"} as JSON`)
+	return cmd
 }
 
 // noArgs refuses positional arguments as a usage error.

@@ -1,0 +1,12 @@
+//go:build embedbwrap
+
+package install
+
+import _ "embed"
+
+// embeddedBwrap is the pinned static bwrap for arm64, copied to embedded/ by `make dist`
+// from scripts/get-test-bwraps.sh's verified build (never committed). A string, so the
+// bytes stay in read-only data and cost nothing until install reads them.
+//
+//go:embed embedded/bwrap-arm64
+var embeddedBwrap string

@@ -15,11 +15,14 @@ import (
 // reports what the kernel allowed; the tests judge by the host's state afterwards.
 func attackHelper(args []string) (int, bool) {
 	switch args[0] {
-	case "flip": // flip A B SECONDS: swap A and B (a directory and a symlink) in a loop
+	case "flip": // flip A B SECONDS STOPFILE: swap A and B (a directory and a symlink) in a loop
 		seconds, _ := strconv.ParseFloat(args[3], 64)
 		until := time.Now().Add(time.Duration(seconds * float64(time.Second)))
 		swaps := 0
 		for time.Now().Before(until) {
+			if _, err := os.Lstat(args[4]); err == nil {
+				break
+			}
 			if err := unix.Renameat2(unix.AT_FDCWD, args[1], unix.AT_FDCWD, args[2], unix.RENAME_EXCHANGE); err != nil {
 				fmt.Println("flip:", errText(err))
 				return 1, true
@@ -28,9 +31,9 @@ func attackHelper(args []string) (int, bool) {
 			// Longer with A back in its first state (the directory), so runs under test
 			// resolve both states and some get as far as the launch.
 			if swaps%2 == 0 {
-				time.Sleep(500 * time.Microsecond)
+				time.Sleep(2 * time.Millisecond)
 			} else {
-				time.Sleep(50 * time.Microsecond)
+				time.Sleep(100 * time.Microsecond)
 			}
 		}
 		fmt.Println("swaps:", swaps)

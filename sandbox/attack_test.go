@@ -35,19 +35,24 @@ func devIno(t *testing.T, path string) string {
 }
 
 // flipper runs, in a sandbox of its own with workdir dir, a loop that swaps a and b
-// (a directory and a symlink) for the given time: the concurrent sandbox of the race.
-func flipper(t *testing.T, bwrap, dir, a, b string, seconds float64) (wait func()) {
+// (a directory and a symlink) for at most the given time: the concurrent sandbox of the
+// race. stop ends it and waits for it.
+func flipper(t *testing.T, bwrap, dir, a, b string, seconds float64) (stop func()) {
 	t.Helper()
+	stopFile := filepath.Join(dir, "stop-flipping")
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		result, stdout, stderr, err := sandboxRun{bwrap: bwrap, request: Request{Workdir: dir}}.run(t, "flip", a, b, fmt.Sprint(seconds))
+		result, stdout, stderr, err := sandboxRun{bwrap: bwrap, request: Request{Workdir: dir}}.run(t, "flip", a, b, fmt.Sprint(seconds), stopFile)
 		if err != nil || result.ExitCode != 0 || !strings.Contains(stdout, "swaps:") {
 			t.Errorf("the flipping sandbox did not flip: %+v %v\n%s%s", result, err, stdout, stderr)
 		}
 	}()
-	return wg.Wait
+	return func() {
+		os.WriteFile(stopFile, nil, 0o644)
+		wg.Wait()
+	}
 }
 
 // raceTally counts how the runs under a flipping path ended.
@@ -72,8 +77,13 @@ func raceRuns(t *testing.T, bwrap string, request Request, paths []string, judge
 		delete(features.Options, "ro-bind-fd")
 	}
 	var tally raceTally
-	until := time.Now().Add(2500 * time.Millisecond)
-	for try := 0; try < 200 && time.Now().Before(until); try++ {
+	// At least 200 tries over 2.5 s, and on until a few runs started (within 8 s).
+	began := time.Now()
+	enough := func(try int) bool {
+		elapsed := time.Since(began)
+		return elapsed > 8*time.Second || (try >= 200 && elapsed > 2500*time.Millisecond && tally.started >= 3)
+	}
+	for try := 0; !enough(try); try++ {
 		exe := testExecutable(t)
 		req := request
 		req.ReadOnly = append(slices.Clone(request.ReadOnly), exe)
@@ -135,7 +145,7 @@ func TestLiveRaceFlippedWorkdirBindsOnlyTheCheckedDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 		want, etc := devIno(t, sub), devIno(t, "/etc")
-		wait := flipper(t, bwrap, parent, sub, link, 3)
+		wait := flipper(t, bwrap, parent, sub, link, 9)
 		tally := raceRuns(t, bwrap, Request{Workdir: sub}, []string{"."}, func(lines map[string]string) {
 			got, _, _ := strings.Cut(lines["."], " ")
 			if got != want {
@@ -169,7 +179,7 @@ func TestLiveRaceFlippedGitStaysProtected(t *testing.T) {
 		}
 		want := devIno(t, git)
 		// The flipper's workdir is the parent: its own policy does not pin w/.git.
-		wait := flipper(t, bwrap, parent, git, link, 3)
+		wait := flipper(t, bwrap, parent, git, link, 9)
 		tally := raceRuns(t, bwrap, Request{Workdir: workdir}, []string{".git"}, func(lines map[string]string) {
 			// The flipper goes on swapping while the command runs, so by the time it looks
 			// the name may hold the symlink (the pinned .git moved along with its name in

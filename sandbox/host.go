@@ -127,19 +127,6 @@ func localeEnv(environ []string) []string {
 	return env
 }
 
-// getenvFrom looks a name up in an environ slice; the last entry wins, as in exec.
-func getenvFrom(environ []string) func(string) string {
-	return func(name string) string {
-		value := ""
-		for _, entry := range environ {
-			if key, v, _ := strings.Cut(entry, "="); key == name {
-				value = v
-			}
-		}
-		return value
-	}
-}
-
 func isNetworkEtc(path string) bool {
 	for _, candidate := range EtcNetwork() {
 		if filepath.Clean(path) == candidate {

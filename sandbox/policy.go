@@ -5,6 +5,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"github.com/bwrapkit/bwrapkit/internal/environ"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -58,11 +59,11 @@ type Request struct {
 }
 
 // NewPolicy resolves a Request against the file system and the caller's environment
-// (environ, as os.Environ returns it) into a Policy: the only place where sandbox
+// (env, as os.Environ returns it) into a Policy: the only place where sandbox
 // policy touches the host. Every refusal is decided on the fully resolved path.
-func NewPolicy(request Request, environ []string) (Policy, error) {
-	getenv := getenvFrom(environ)
-	guard := Guard{Home: callerHomes(getenv), Trusted: trustedState(request.Trusted, environ)}
+func NewPolicy(request Request, env []string) (Policy, error) {
+	getenv := environ.Getenv(env)
+	guard := Guard{Home: callerHomes(getenv), Trusted: trustedState(request.Trusted, env)}
 	workdir, err := resolveDir("--workdir", request.Workdir)
 	if err != nil {
 		return Policy{}, err
@@ -74,7 +75,7 @@ func NewPolicy(request Request, environ []string) (Policy, error) {
 	if err := RefuseWritable("--workdir", given, workdir, guard); err != nil {
 		return Policy{}, err
 	}
-	policy := Policy{Workdir: workdir, Network: request.Network, Host: ScanHost(environ)}
+	policy := Policy{Workdir: workdir, Network: request.Network, Host: ScanHost(env)}
 	for _, path := range request.ReadOnly {
 		real, err := resolvePath("--ro", path)
 		if err != nil {
@@ -107,7 +108,7 @@ func NewPolicy(request Request, environ []string) (Policy, error) {
 		if !validEnvName(name) {
 			return Policy{}, &PolicyError{"--pass-env", name, "not a variable name"}
 		}
-		if value, ok := lookup(getenv, name); ok {
+		if value, ok := environ.Lookup(env, name); ok && value != "" {
 			policy.Env = append(policy.Env, name+"="+value)
 		}
 	}
@@ -153,8 +154,8 @@ func callerHomes(getenv func(string) string) []string {
 // trustedState resolves bwrapkit's state paths; a path that does not exist yet is kept
 // with its existing prefix resolved, since a workdir must not enclose where it will be
 // created either.
-func trustedState(given []string, environ []string) []string {
-	all := append(slices.Clone(given), defaultProber(environ).CacheDirs...)
+func trustedState(given []string, env []string) []string {
+	all := append(slices.Clone(given), defaultProber(env).CacheDirs...)
 	var trusted []string
 	for _, path := range all {
 		if path == "" || !filepath.IsAbs(path) {
@@ -189,11 +190,6 @@ func resolveExisting(path string) string {
 		}
 		rest = filepath.Join(filepath.Base(current), rest)
 	}
-}
-
-func lookup(getenv func(string) string, name string) (string, bool) {
-	value := getenv(name)
-	return value, value != ""
 }
 
 func checkEnvEntry(entry string) error {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/bwrapkit/bwrapkit/internal/environ"
 	"github.com/bwrapkit/bwrapkit/internal/safefile"
 )
 
@@ -52,8 +53,8 @@ const (
 // ~/.cache when the home exists; a home is never created), then $XDG_RUNTIME_DIR, then a
 // private /tmp/bwrapkit-<uid> that must be the caller's own 0700 directory. Service
 // accounts (HOME=/nonexistent) thus keep a warm cache too.
-func DefaultProber(environ []string) Prober {
-	getenv := getenvFrom(environ)
+func DefaultProber(env []string) Prober {
+	getenv := environ.Getenv(env)
 	var dirs []string
 	if cache := getenv("XDG_CACHE_HOME"); filepath.IsAbs(cache) {
 		dirs = append(dirs, filepath.Join(cache, "bwrapkit", probeCacheVersion))

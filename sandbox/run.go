@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bwrapkit/bwrapkit/locate"
 )
 
 // Options are how one command is run: which bwrap, its streams and its bounds.
@@ -157,16 +159,18 @@ func usable(bwrap string) error {
 	return nil
 }
 
-// CheckPlacement refuses a bwrap that the sandbox itself could replace: one inside the
-// workdir (a command plants `.venv/bin/bwrap`, an activated venv puts it first on PATH,
-// and the next run would execute it unsandboxed on the host).
+// CheckPlacement refuses a bwrap that the sandbox itself could replace: one at or under
+// the workdir, as named or as resolved (a command plants `.venv/bin/bwrap`, an activated
+// venv puts it first on PATH, and the next run would execute it unsandboxed on the host).
 func CheckPlacement(bwrap string, policy Policy) error {
 	real, err := filepath.EvalSymlinks(bwrap)
 	if err != nil {
 		return &UnavailableError{Reason: ReasonNotFound, Bwrap: bwrap, Err: err}
 	}
-	if within(policy.Workdir, real) {
-		return &UnavailableError{Reason: ReasonUntrusted, Bwrap: bwrap, Err: fmt.Errorf("%s is inside the workdir %s, which sandboxed commands can write: one could have planted it", real, policy.Workdir)}
+	for _, path := range []string{bwrap, real} {
+		if dir, inside := locate.Inside(path, []string{policy.Workdir}); inside {
+			return &UnavailableError{Reason: ReasonUntrusted, Bwrap: bwrap, Err: fmt.Errorf("%s is inside the workdir %s, which sandboxed commands can write: one could have planted it", path, dir)}
+		}
 	}
 	return nil
 }

@@ -98,8 +98,15 @@ func prepare(ctx context.Context, opts *runOptions) (string, sandbox.Policy, err
 	if err != nil {
 		return "", sandbox.Policy{}, unavailableFromLocate(err)
 	}
-	if err := sandbox.CheckPlacement(found.Path, policy); err != nil {
-		return "", sandbox.Policy{}, err
+	// The chosen binary and the name it was found by (a link in a venv, say): either
+	// inside the workdir means a command could have planted or retargeted it.
+	for _, path := range []string{found.Path, found.Chosen().Path} {
+		if path == "" {
+			continue
+		}
+		if err := sandbox.CheckPlacement(path, policy); err != nil {
+			return "", sandbox.Policy{}, err
+		}
 	}
 	features, err := sandbox.Capable(ctx, found.Path)
 	if err != nil {
@@ -114,8 +121,11 @@ func unavailableFromLocate(err error) error {
 	var explicit *locate.ExplicitError
 	if errors.As(err, &explicit) {
 		reason := sandbox.ReasonNotExecutable
-		if explicit.Candidate.Reason == "does not exist" {
+		switch explicit.Candidate.Refusal {
+		case locate.RefusalMissing:
 			reason = sandbox.ReasonNotFound
+		case locate.RefusalReplaceable:
+			reason = sandbox.ReasonUntrusted
 		}
 		return &sandbox.UnavailableError{Reason: reason, Bwrap: explicit.Candidate.Path, Err: errors.New(explicit.Candidate.Reason)}
 	}

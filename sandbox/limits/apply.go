@@ -1,0 +1,90 @@
+package limits
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// ApplyError is a bound the kernel refused to set: the lead refuses to run the command.
+type ApplyError struct {
+	Pid      int
+	Resource int
+	Want     Rlimit
+	Had      Rlimit // the target's limit before, when it could be read
+	Err      error
+}
+
+func (e *ApplyError) Error() string {
+	name := resourceName(e.Resource)
+	msg := fmt.Sprintf("cannot set %s=%s on the sandbox (pid %d): %v", name, format(e.Want.Max, isSize(e.Resource)), e.Pid, e.Err)
+	if errors.Is(e.Err, unix.EPERM) && e.Want.Max > e.Had.Max {
+		msg += fmt.Sprintf("; the caller's hard limit is %s and only root may raise it: lower --limit %s or raise the hard limit (ulimit -H)",
+			format(e.Had.Max, isSize(e.Resource)), name)
+	}
+	return msg
+}
+
+func (e *ApplyError) Unwrap() error { return e.Err }
+
+// Apply sets every bound of l on pid with prlimit(2). The caller runs it on bwrap's
+// sandboxed child while that child waits on --block-fd: bwrap reads the block fd after
+// all setup and before its pid 1 forks the command, so the command inherits the bounds
+// from its first instruction. Defaults are first lowered to the target's own hard
+// limits (Within). Any refusal is an error: the caller must not let the child go on.
+func Apply(pid int, l Limits) error {
+	if pid <= 0 {
+		// prlimit's pid 0 is the caller itself: bounding bwrapkit instead of the sandbox
+		// would look like success.
+		return &ApplyError{Pid: pid, Err: unix.ESRCH}
+	}
+	var hard []Rlimit
+	for _, want := range l.Rlimits() {
+		var had unix.Rlimit
+		if err := unix.Prlimit(pid, want.Resource, nil, &had); err != nil {
+			return &ApplyError{Pid: pid, Resource: want.Resource, Want: want, Err: err}
+		}
+		hard = append(hard, Rlimit{Resource: want.Resource, Cur: had.Cur, Max: had.Max})
+	}
+	for i, want := range l.Within(hard).Rlimits() {
+		set := unix.Rlimit{Cur: want.Cur, Max: want.Max}
+		if err := unix.Prlimit(pid, want.Resource, &set, nil); err != nil {
+			return &ApplyError{Pid: pid, Resource: want.Resource, Want: want, Had: hard[i], Err: err}
+		}
+	}
+	return nil
+}
+
+// Inherited returns the calling process's own limits for every resource Rlimits sets,
+// which bwrap and its child inherit: pass it to Within before printing the policy, so
+// the printed bounds are the ones Apply will set.
+func Inherited() ([]Rlimit, error) {
+	var out []Rlimit
+	for _, r := range Defaults().Rlimits() {
+		var got unix.Rlimit
+		if err := unix.Getrlimit(r.Resource, &got); err != nil {
+			return nil, fmt.Errorf("getrlimit %s: %w", resourceName(r.Resource), err)
+		}
+		out = append(out, Rlimit{Resource: r.Resource, Cur: got.Cur, Max: got.Max})
+	}
+	return out, nil
+}
+
+func resourceName(resource int) Name {
+	for _, b := range bounds() {
+		if b.resource == resource {
+			return b.name
+		}
+	}
+	return Name(fmt.Sprintf("resource %d", resource))
+}
+
+func isSize(resource int) bool {
+	for _, b := range bounds() {
+		if b.resource == resource {
+			return b.size
+		}
+	}
+	return false
+}

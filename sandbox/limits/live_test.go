@@ -1,0 +1,313 @@
+package limits
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+)
+
+// sandboxed is what one helper run inside bwrap reported.
+type sandboxed struct {
+	report map[string]string
+	exit   int
+	stderr string
+}
+
+func (s sandboxed) get(t *testing.T, key string) string {
+	t.Helper()
+	v, ok := s.report[key]
+	if !ok {
+		t.Fatalf("helper reported no %q (report %v, exit %d, stderr %q)", key, s.report, s.exit, s.stderr)
+	}
+	return v
+}
+
+func (s sandboxed) num(t *testing.T, key string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s.get(t, key), 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", key, s.report[key], err)
+	}
+	return n
+}
+
+// runBounded starts the helper (or the host program action[0] when that is a path) in a real bwrap that waits on --block-fd, reads the
+// sandboxed child's pid from --json-status-fd, calls Apply on it (unless apply is
+// false, the control that shows the test can fail), then lets the child go on. mounts
+// come before the helper's own bind, so a tmpfs over /tmp cannot hide the binary.
+func runBounded(t *testing.T, bwrap string, l Limits, apply bool, mounts []string, action ...string) sandboxed {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args := []string{"--unshare-all", "--unshare-user", "--die-with-parent",
+		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"}
+	args = append(args, mounts...)
+	args = append(args, "--ro-bind", exe, exe, "--block-fd", "3", "--json-status-fd", "4", "--")
+	if !strings.HasPrefix(action[0], "/") { // else a host program is the command
+		args = append(args, exe)
+	}
+	args = append(args, action...)
+
+	blockRead, blockWrite, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blockWrite.Close()
+	statusRead, statusWrite, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer statusRead.Close()
+	cmd := exec.CommandContext(ctx, bwrap, args...)
+	cmd.Env = append(os.Environ(), helperEnv+"=1", "GOMAXPROCS=1")
+	cmd.ExtraFiles = []*os.File{blockRead, statusWrite} // fds 3 and 4
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	blockRead.Close()
+	statusWrite.Close()
+
+	pid, err := childPid(ctx, statusRead)
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("%s: no child-pid on the status fd: %v (stderr %q)", bwrap, err, stderr.String())
+	}
+	if apply {
+		if err := Apply(pid, l); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("Apply(%d): %v", pid, err)
+		}
+	}
+	if _, err := blockWrite.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	blockWrite.Close()
+	waitErr := cmd.Wait()
+	var exitErr *exec.ExitError
+	out := sandboxed{report: map[string]string{}, stderr: stderr.String()}
+	switch {
+	case errors.As(waitErr, &exitErr):
+		out.exit = exitErr.ExitCode()
+	case waitErr != nil:
+		t.Fatalf("bwrap: %v", waitErr)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("bwrap did not finish in time: %v", ctx.Err())
+	}
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		key, value, ok := strings.Cut(line, "=")
+		if ok {
+			out.report[key] = value
+		}
+	}
+	return out
+}
+
+// childPid reads bwrap's first status line, {"child-pid": N, ...}, within ctx.
+func childPid(ctx context.Context, status *os.File) (int, error) {
+	type result struct {
+		pid int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		line, err := bufio.NewReader(status).ReadBytes('\n')
+		if err != nil {
+			done <- result{err: fmt.Errorf("status fd: %w (read %q)", err, line)}
+			return
+		}
+		var msg struct {
+			ChildPid int `json:"child-pid"`
+		}
+		if err := json.Unmarshal(line, &msg); err != nil || msg.ChildPid <= 0 {
+			done <- result{err: fmt.Errorf("status line %q: %v", line, err)}
+			return
+		}
+		done <- result{pid: msg.ChildPid}
+	}()
+	select {
+	case r := <-done:
+		return r.pid, r.err
+	case <-ctx.Done():
+		status.Close() // ends the read above
+		return 0, ctx.Err()
+	}
+}
+
+func mustParse(t *testing.T, specs ...string) Limits {
+	t.Helper()
+	l, err := Parse(specs, Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// asRoot: a root caller's command is exempt from RLIMIT_NPROC (copy_process skips the
+// check when the task's real user is INIT_USER, which host uid 0 mapped into a user
+// namespace still is).
+func asRoot() bool { return os.Getuid() == 0 }
+
+func TestLiveCommandSeesBounds(t *testing.T) {
+	l := mustParse(t, "nproc=64", "nofile=256", "fsize=1M", "as=64G")
+	for _, bw := range livetest.Bwraps(t) {
+		t.Run(bw.Name, func(t *testing.T) {
+			got := runBounded(t, bw.Path, l, true, nil, "rlimits")
+			for key, want := range map[string]string{
+				"self.as": "68719476736/68719476736 ok", "self.core": "0/0 ok", "self.fsize": "1048576/1048576 ok",
+				"self.nofile": "256/256 ok", "self.nproc": "64/64 ok",
+				"init.processes": "64/64", "init.open": "256/256",
+			} {
+				if v := got.get(t, key); v != want {
+					t.Errorf("%s = %q, want %q", key, v, want)
+				}
+			}
+			// The command cannot undo its bounds: no capability in the initial user
+			// namespace, so a hard limit never rises, and a soft one never passes it.
+			for _, name := range []string{"as", "core", "fsize", "nofile", "nproc"} {
+				for key, want := range map[string]string{"raise-hard.": "EPERM", "raise-soft.": "EINVAL", "raise-prlimit.": "EPERM"} {
+					if v := got.get(t, key+name); v != want {
+						t.Errorf("%s%s = %s, want %s", key, name, v, want)
+					}
+				}
+			}
+			// The control: without Apply the command has the host's limits, so the
+			// assertions above can fail.
+			control := runBounded(t, bw.Path, l, false, nil, "rlimits")
+			if v := control.get(t, "self.nofile"); v == "256/256 ok" {
+				t.Fatalf("without Apply the command still saw nofile %s: the test proves nothing", v)
+			}
+		})
+	}
+}
+
+func TestLiveNproc(t *testing.T) {
+	const nproc = 64
+	l := mustParse(t, "nproc="+strconv.Itoa(nproc))
+	for _, bw := range livetest.Bwraps(t) {
+		t.Run(bw.Name, func(t *testing.T) {
+			got := runBounded(t, bw.Path, l, true, nil, "fork", strconv.Itoa(nproc+50))
+			forked, tasks, stop := got.num(t, "forked"), got.num(t, "tasks"), got.get(t, "stop")
+			t.Logf("uid %d: baseline %d tasks, forked %d, %d tasks at the stop, stop=%s",
+				os.Getuid(), got.num(t, "baseline"), forked, tasks, stop)
+			if asRoot() {
+				// Documented in README.md: nproc does not bind a root caller.
+				if stop != "ok" || forked != nproc+50 {
+					t.Fatalf("as root: forked %d, stop %s; the kernel now enforces RLIMIT_NPROC for root: update README.md", forked, stop)
+				}
+				return
+			}
+			if stop != "EAGAIN" || tasks > nproc {
+				t.Fatalf("as uid %d: forked %d, stop %s, %d tasks in the sandbox; want EAGAIN at %d tasks", os.Getuid(), forked, stop, tasks, nproc)
+			}
+			// Counted per user namespace: the sandbox's own tasks reach the limit, the
+			// caller's tasks outside do not use it up.
+			if tasks != nproc {
+				t.Errorf("the sandbox stopped at %d tasks, not %d: the count includes tasks outside", tasks, nproc)
+			}
+			if after := got.num(t, "after"); after != got.num(t, "baseline") {
+				t.Errorf("%d tasks left after the children were killed, want %d", after, got.num(t, "baseline"))
+			}
+		})
+	}
+}
+
+func TestLiveNofile(t *testing.T) {
+	l := mustParse(t, "nofile=256")
+	for _, bw := range livetest.Bwraps(t) {
+		t.Run(bw.Name, func(t *testing.T) {
+			got := runBounded(t, bw.Path, l, true, nil, "nofile")
+			if got.get(t, "stop") != "EMFILE" || got.num(t, "highest") != 255 {
+				t.Fatalf("opened %s, highest fd %s, stop %s; want EMFILE after fd 255",
+					got.get(t, "opened"), got.get(t, "highest"), got.get(t, "stop"))
+			}
+		})
+	}
+}
+
+func TestLiveFsize(t *testing.T) {
+	l := mustParse(t, "fsize=1M")
+	tmp := []string{"--tmpfs", "/tmp"}
+	for _, bw := range livetest.Bwraps(t) {
+		t.Run(bw.Name, func(t *testing.T) {
+			got := runBounded(t, bw.Path, l, true, tmp, "fsize", "/tmp/big", "2097152", "ignore")
+			if got.get(t, "stop") != "EFBIG" || got.num(t, "written") != 1<<20 {
+				t.Fatalf("wrote %s bytes, stop %s; want EFBIG at 1048576", got.get(t, "written"), got.get(t, "stop"))
+			}
+			// The Go runtime ignores SIGXFSZ, so the helper sees EFBIG; a C program gets
+			// the signal's default action and dies, and bwrap exits 128+25.
+			dd, err := exec.LookPath("dd")
+			if err != nil {
+				t.Skip("no dd (coreutils) to show SIGXFSZ's default action")
+			}
+			killed := runBounded(t, bw.Path, l, true, tmp, dd, "if=/dev/zero", "of=/tmp/big", "bs=64K", "count=32")
+			if killed.exit != 128+25 {
+				t.Fatalf("dd past fsize: exit %d (stderr %q); want death by SIGXFSZ (153)", killed.exit, killed.stderr)
+			}
+		})
+	}
+}
+
+func TestLiveAddressSpace(t *testing.T) {
+	l := mustParse(t, "as=2G")
+	for _, bw := range livetest.Bwraps(t) {
+		t.Run(bw.Name, func(t *testing.T) {
+			got := runBounded(t, bw.Path, l, true, nil, "mmap", "67108864", "4294967296")
+			if got.get(t, "mmap.67108864") != "ok" || got.get(t, "mmap.4294967296") != "ENOMEM" {
+				t.Fatalf("mmap 64M: %s, 4G: %s; want ok, ENOMEM", got.report["mmap.67108864"], got.report["mmap.4294967296"])
+			}
+			control := runBounded(t, bw.Path, l, false, nil, "mmap", "4294967296")
+			if control.get(t, "mmap.4294967296") != "ok" {
+				t.Fatalf("without Apply, mmap 4G: %s; the test proves nothing", control.report["mmap.4294967296"])
+			}
+		})
+	}
+}
+
+func TestLiveTmpfsSize(t *testing.T) {
+	l := mustParse(t, "tmpfs=8M")
+	size := strconv.FormatUint(l.TmpfsSize(), 10)
+	for _, bw := range livetest.Bwraps(t) {
+		t.Run(bw.Name, func(t *testing.T) {
+			for _, dir := range []string{"/tmp", "/dev/shm"} {
+				got := runBounded(t, bw.Path, l, true, []string{"--size", size, "--tmpfs", dir}, "fill", dir+"/fill")
+				written := got.num(t, "written")
+				if got.get(t, "stop") != "ENOSPC" || written > 8<<20 || written < 7<<20 {
+					t.Fatalf("%s: wrote %d bytes, stop %s; want ENOSPC near 8 MiB", dir, written, got.get(t, "stop"))
+				}
+			}
+			// The control: without --size the same write of 16 MiB succeeds, in /tmp and
+			// in the /dev/shm that bwrap's --dev makes (a directory of the unsized /dev
+			// tmpfs, which needs its own --size --tmpfs /dev/shm to be bounded).
+			for _, mounts := range [][]string{{"--tmpfs", "/tmp"}, nil} {
+				dir := "/tmp"
+				if mounts == nil {
+					dir = "/dev/shm"
+				}
+				got := runBounded(t, bw.Path, l, true, mounts, "fsize", dir+"/fill", "16777216")
+				if got.get(t, "stop") != "ok" || got.num(t, "written") != 16<<20 {
+					t.Fatalf("%s without --size: wrote %s, stop %s", dir, got.get(t, "written"), got.get(t, "stop"))
+				}
+			}
+		})
+	}
+}

@@ -39,9 +39,11 @@ type bound struct {
 	// unlimitedOK: "unlimited" is accepted. Not for core (core dumps stay off, issue 7
 	// item 1) nor nofile (the kernel refuses RLIM_INFINITY above fs.nr_open).
 	unlimitedOK bool
-	// zeroOK: 0 is accepted. Zero nproc, nofile or as would stop the command before it
-	// starts, and tmpfs size=0 means "no bound" to the kernel, the opposite of what 0 says.
-	zeroOK   bool
+	// floor is the least value accepted. Measured (README.md): below 64 open files
+	// bwrap's own setup fails ("setting up uid map: Too many open files"), below 2 tasks
+	// bwrap cannot fork its pid 1 as a non-root caller; zero address space stops the
+	// command before it starts, and tmpfs size=0 means "no bound" to the kernel.
+	floor    uint64
 	onlyZero bool // core: the single accepted value is 0
 }
 
@@ -50,12 +52,12 @@ const gib = 1 << 30
 // bounds returns the table, a fresh copy each call (no exported mutable state).
 func bounds() [count]bound {
 	return [count]bound{
-		{name: AS, resource: unix.RLIMIT_AS, size: true, fallback: Unlimited, unlimitedOK: true},
-		{name: Core, resource: unix.RLIMIT_CORE, size: true, fallback: 0, zeroOK: true, onlyZero: true},
-		{name: Fsize, resource: unix.RLIMIT_FSIZE, size: true, fallback: 8 * gib, unlimitedOK: true, zeroOK: true},
-		{name: Nofile, resource: unix.RLIMIT_NOFILE, fallback: 65536},
-		{name: Nproc, resource: unix.RLIMIT_NPROC, fallback: 4096, unlimitedOK: true},
-		{name: Tmpfs, resource: -1, size: true, fallback: 1 * gib, unlimitedOK: true},
+		{name: AS, resource: unix.RLIMIT_AS, size: true, fallback: Unlimited, unlimitedOK: true, floor: 1},
+		{name: Core, resource: unix.RLIMIT_CORE, size: true, fallback: 0, onlyZero: true},
+		{name: Fsize, resource: unix.RLIMIT_FSIZE, size: true, fallback: 8 * gib, unlimitedOK: true},
+		{name: Nofile, resource: unix.RLIMIT_NOFILE, fallback: 65536, floor: 64},
+		{name: Nproc, resource: unix.RLIMIT_NPROC, fallback: 4096, unlimitedOK: true, floor: 2},
+		{name: Tmpfs, resource: -1, size: true, fallback: 1 * gib, unlimitedOK: true, floor: 1},
 	}
 }
 

@@ -31,7 +31,8 @@ func TestParseGood(t *testing.T) {
 		{"nproc=unlimited", Nproc, Unlimited},
 		{"nproc=18446744073709551615", Nproc, Unlimited},
 		{"nofile=4096", Nofile, 4096},
-		{"nofile=1", Nofile, 1},
+		{"nofile=64", Nofile, 64},
+		{"nproc=2", Nproc, 2},
 		{"as=4G", AS, 4 << 30},
 		{"as=4g", AS, 4 << 30},
 		{"as=4GiB", AS, 4 << 30},
@@ -89,12 +90,14 @@ func TestParseBad(t *testing.T) {
 		{"nproc=1_000", BadValue, "count"},
 		{"nproc=1.5", BadValue, "count"},
 		{"nproc=4K", BadValue, "count"},
-		{"nproc=0", BadValue, "at least 1"},
+		{"nproc=0", BadValue, "at least 2"},
+		{"nproc=1", BadValue, "at least 2"},
 		{"nproc=Unlimited", BadValue, "whole number"},
 		{"nproc=infinity", BadValue, "whole number"},
 		{"nproc=18446744073709551616", BadValue, "too large"},
 		{"nproc=99999999999999999999999", BadValue, "too large"},
-		{"nofile=0", BadValue, "at least 1"},
+		{"nofile=0", BadValue, "at least 64"},
+		{"nofile=63", BadValue, "at least 64"},
 		{"nofile=unlimited", BadValue, "fs.nr_open"},
 		{"nofile=18446744073709551615", BadValue, "too large"},
 		{"as=0", BadValue, "at least 1"},
@@ -171,7 +174,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestRlimits(t *testing.T) {
-	l, err := Parse([]string{"nproc=10", "nofile=20", "fsize=1M", "as=2G"}, Defaults())
+	l, err := Parse([]string{"nproc=10", "nofile=200", "fsize=1M", "as=2G"}, Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +182,7 @@ func TestRlimits(t *testing.T) {
 		{unix.RLIMIT_AS, 2 << 30, 2 << 30},
 		{unix.RLIMIT_CORE, 0, 0},
 		{unix.RLIMIT_FSIZE, 1 << 20, 1 << 20},
-		{unix.RLIMIT_NOFILE, 20, 20},
+		{unix.RLIMIT_NOFILE, 200, 200},
 		{unix.RLIMIT_NPROC, 10, 10},
 	}
 	if got := l.Rlimits(); !slices.Equal(got, want) {
@@ -256,7 +259,7 @@ func TestStringsRoundTrip(t *testing.T) {
 	for _, specs := range [][]string{
 		nil,
 		{"as=1", "fsize=1023", "tmpfs=1025"},
-		{"as=1536M", "fsize=0", "tmpfs=3K", "nproc=1", "nofile=1048576"},
+		{"as=1536M", "fsize=0", "tmpfs=3K", "nproc=2", "nofile=1048576"},
 		{"as=unlimited", "fsize=unlimited", "tmpfs=unlimited", "nproc=unlimited"},
 		{"as=16777215T", "tmpfs=9223372036854775807", "fsize=18446744073709551614"},
 		{"fsize=1048576K", "tmpfs=1024G"},

@@ -92,11 +92,16 @@ func parseOne(spec string) (int, uint64, error) {
 	switch {
 	case b.onlyZero && v != 0:
 		return fail(BadValue, "core dumps stay off in the sandbox: core takes only 0")
-	case v == 0 && !b.zeroOK:
-		if b.name == Tmpfs {
+	case v < b.floor:
+		switch b.name {
+		case Tmpfs:
 			return fail(BadValue, "a tmpfs of size 0 has no bound at all to the kernel: give a size, or unlimited if you mean that")
+		case Nofile:
+			return fail(BadValue, "bwrap itself needs open files to set up the sandbox: give at least %d", b.floor)
+		case Nproc:
+			return fail(BadValue, "bwrap's pid 1 and the command need a task each: give at least %d", b.floor)
 		}
-		return fail(BadValue, "%s=0 would stop the command before it starts: give at least 1", name)
+		return fail(BadValue, "%s=0 would stop the command before it starts: give at least %d", name, b.floor)
 	case b.name == Tmpfs && v > maxTmpfs:
 		return fail(BadValue, "bwrap's --size takes at most %d bytes", maxTmpfs)
 	case v == Unlimited && !b.unlimitedOK:

@@ -20,7 +20,7 @@ func (e *ApplyError) Error() string {
 	name := resourceName(e.Resource)
 	msg := fmt.Sprintf("cannot set %s=%s on the sandbox (pid %d): %v", name, format(e.Want.Max, isSize(e.Resource)), e.Pid, e.Err)
 	if errors.Is(e.Err, unix.EPERM) && e.Want.Max > e.Had.Max {
-		msg += fmt.Sprintf("; the caller's hard limit is %s and only root may raise it: lower --limit %s or raise the hard limit (ulimit -H)",
+		msg += fmt.Sprintf("; the caller's hard limit is %s and raising it needs CAP_SYS_RESOURCE: lower --limit %s or raise the hard limit (ulimit -H)",
 			format(e.Had.Max, isSize(e.Resource)), name)
 	}
 	return msg

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -70,6 +71,9 @@ func helperMain(args []string) int {
 	case "fork": // fork MAX: children that only wait, until the kernel refuses or MAX
 		limit, _ := strconv.Atoi(args[1])
 		forkProbe(limit)
+	case "fork-nested": // fork-nested MAX: the same from a child in a new user namespace
+		limit, _ := strconv.Atoi(args[1])
+		forkNestedProbe(limit)
 	case "nofile":
 		opened, highest := 0, -1
 		var err error
@@ -212,4 +216,78 @@ func errName(err error) string {
 		}
 	}
 	return strings.ReplaceAll(err.Error(), " ", "_")
+}
+
+// forkNestedProbe makes one child in a fresh user namespace, which forks waiting
+// children there until fork fails or limit are made and writes how many down a pipe:
+// the escape a command would try if nproc were counted per namespace with no parent.
+// It then kills every task in the pid namespace but pid 1 and itself.
+func forkNestedProbe(limit int) {
+	runtime.LockOSThread()
+	var fds [2]int
+	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+		fmt.Printf("nested=%s\n", errName(err))
+		return
+	}
+	pid, errno := forkNested(fds[1], uint64(limit))
+	syscall.Close(fds[1])
+	if errno != 0 {
+		fmt.Printf("nested=%s\n", errName(errno))
+		return
+	}
+	var made [8]byte
+	n, _ := syscall.Read(fds[0], made[:])
+	tasks := countTasks()
+	killAllButInit()
+	var status syscall.WaitStatus
+	syscall.Wait4(pid, &status, 0, nil)
+	forked := *(*uint64)(unsafe.Pointer(&made))
+	if n != 8 {
+		forked = 0
+	}
+	fmt.Printf("nested=ok\nforked=%d\ntasks=%d\n", forked, tasks)
+}
+
+// forkNested is forkBlocked's child in a new user namespace, forking in turn; like it,
+// the child runs raw system calls only.
+//
+//go:nosplit
+//go:norace
+func forkNested(report int, limit uint64) (int, syscall.Errno) {
+	pid, _, errno := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.CLONE_NEWUSER|syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	if pid != 0 {
+		return int(pid), 0
+	}
+	var made uint64
+	for made < limit {
+		child, _, errno := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+		if errno != 0 {
+			break
+		}
+		if child == 0 {
+			for {
+				syscall.RawSyscall6(unix.SYS_PPOLL, 0, 0, 0, 0, 0, 0)
+			}
+		}
+		made++
+	}
+	syscall.RawSyscall(syscall.SYS_WRITE, uintptr(report), uintptr(unsafe.Pointer(&made)), 8)
+	for {
+		syscall.RawSyscall6(unix.SYS_PPOLL, 0, 0, 0, 0, 0, 0)
+	}
+}
+
+// killAllButInit ends every process in this pid namespace except bwrap's pid 1 and
+// this one (the pid namespace dies with bwrap anyway).
+func killAllButInit() {
+	procs, _ := os.ReadDir("/proc")
+	for _, proc := range procs {
+		pid, err := strconv.Atoi(proc.Name())
+		if err == nil && pid != 1 && pid != os.Getpid() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
+	"golang.org/x/sys/unix"
 )
 
 // sandboxed is what one helper run inside bwrap reported.
@@ -229,6 +230,127 @@ func TestLiveNproc(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLiveNprocNestedUserns(t *testing.T) {
+	// A command that makes its own user namespace gets no fresh budget: the kernel
+	// charges every task to each ancestor namespace too and checks each level against
+	// the limit its creator had (is_rlimit_overlimit), so the sandbox's 64 still hold.
+	const nproc = 64
+	l := mustParse(t, "nproc="+strconv.Itoa(nproc))
+	for _, bw := range livetest.Bwraps(t) {
+		t.Run(bw.Name, func(t *testing.T) {
+			got := runBounded(t, bw.Path, l, true, nil, "fork-nested", strconv.Itoa(nproc+50))
+			if nested := got.get(t, "nested"); nested != "ok" {
+				t.Logf("no nested user namespace (%s): nothing to escape with", nested)
+				return
+			}
+			forked, tasks := got.num(t, "forked"), got.num(t, "tasks")
+			t.Logf("uid %d: forked %d in a nested user namespace, %d tasks in the sandbox", os.Getuid(), forked, tasks)
+			if asRoot() {
+				if forked != nproc+50 {
+					t.Fatalf("as root: forked %d; the kernel now enforces RLIMIT_NPROC for root: update README.md", forked)
+				}
+				return
+			}
+			if tasks > nproc || forked >= nproc {
+				t.Fatalf("as uid %d: %d tasks (%d forked in the nested namespace) passed nproc=%d", os.Getuid(), tasks, forked, nproc)
+			}
+		})
+	}
+}
+
+func TestLiveDefaults(t *testing.T) {
+	// The defaults never fail on a host whose hard limits are lower: Apply lowers them
+	// to the caller's (here 20000 open files as root and as nobody alike).
+	inherited, err := Inherited()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Defaults().Within(inherited)
+	for _, bw := range livetest.Bwraps(t) {
+		t.Run(bw.Name, func(t *testing.T) {
+			got := runBounded(t, bw.Path, Defaults(), true, nil, "rlimits")
+			for _, r := range want.Rlimits() {
+				name := string(resourceName(r.Resource))
+				if v, w := got.get(t, "self."+name), fmt.Sprintf("%d/%d ok", r.Cur, r.Max); v != w {
+					t.Errorf("default %s: the command saw %s, want %s", name, v, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLiveExplicitAboveHardLimit(t *testing.T) {
+	// A value the user set above the caller's hard limit is refused, never quietly
+	// lowered, unless the caller holds CAP_SYS_RESOURCE (this machine's root does not).
+	inherited, err := Inherited()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hard uint64
+	for _, r := range inherited {
+		if r.Resource == unix.RLIMIT_NOFILE {
+			hard = r.Max
+		}
+	}
+	l := mustParse(t, "nofile="+strconv.FormatUint(hard+1, 10))
+	bw := livetest.Bwraps(t)[0]
+	exe, _ := os.Executable()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	blockRead, blockWrite, _ := os.Pipe()
+	statusRead, statusWrite, _ := os.Pipe()
+	defer statusRead.Close()
+	defer blockWrite.Close()
+	cmd := exec.CommandContext(ctx, bw.Path, "--unshare-all", "--unshare-user", "--die-with-parent",
+		"--ro-bind", "/", "/", "--block-fd", "3", "--json-status-fd", "4", "--", exe, "rlimits")
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.ExtraFiles = []*os.File{blockRead, statusWrite}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	blockRead.Close()
+	statusWrite.Close()
+	defer cmd.Wait()
+	defer cmd.Process.Kill() // the child never gets its byte: it must not run the command
+	pid, err := childPid(ctx, statusRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Apply(pid, l)
+	var aerr *ApplyError
+	privileged := hasCapSysResource(t)
+	switch {
+	case privileged && err != nil:
+		t.Fatalf("with CAP_SYS_RESOURCE, nofile=%d: %v", hard+1, err)
+	case !privileged && !errors.As(err, &aerr):
+		t.Fatalf("as uid %d, nofile=%d above the hard limit %d: Apply = %v, want *ApplyError", os.Getuid(), hard+1, hard, err)
+	case !privileged:
+		t.Logf("refused: %v", err)
+		if !strings.Contains(err.Error(), "hard limit is "+strconv.FormatUint(hard, 10)) {
+			t.Errorf("the message does not name the hard limit: %v", err)
+		}
+	}
+}
+
+// hasCapSysResource reports whether this process may raise hard limits.
+func hasCapSysResource(t *testing.T) bool {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if hex, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return caps&(1<<unix.CAP_SYS_RESOURCE) != 0
+		}
+	}
+	t.Fatal("no CapEff in /proc/self/status")
+	return false
 }
 
 func TestLiveNofile(t *testing.T) {

@@ -32,13 +32,35 @@ func (e *ApplyError) Unwrap() error { return e.Err }
 // sandboxed child while that child waits on --block-fd: bwrap reads the block fd after
 // all setup and before its pid 1 forks the command, so the command inherits the bounds
 // from its first instruction. Defaults are first lowered to the target's own hard
-// limits (Within). Any refusal is an error: the caller must not let the child go on.
+// limits (Within).
+//
+// Any refusal is an error, and Apply then kills pid: bwrap's child takes end-of-file
+// on the block fd as the go-ahead, and it has no --die-with-parent until just before
+// it runs the command, so a caller that only killed bwrap, or closed the block fd,
+// would release the command unbounded or leave the child waiting forever.
 func Apply(pid int, l Limits) error {
 	if pid <= 0 {
 		// prlimit's pid 0 is the caller itself: bounding bwrapkit instead of the sandbox
 		// would look like success.
 		return &ApplyError{Pid: pid, Err: unix.ESRCH}
 	}
+	// A pidfd pins the process, so the kill on failure cannot hit a reused pid.
+	pidfd, pidfdErr := unix.PidfdOpen(pid, 0)
+	if pidfdErr == nil {
+		defer unix.Close(pidfd)
+	}
+	err := apply(pid, l)
+	if err != nil {
+		if pidfdErr == nil {
+			unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+		} else {
+			unix.Kill(pid, unix.SIGKILL) // kernels before 5.3 have no pidfd
+		}
+	}
+	return err
+}
+
+func apply(pid int, l Limits) error {
 	var hard []Rlimit
 	for _, want := range l.Rlimits() {
 		var had unix.Rlimit

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,6 +76,10 @@ func runBounded(t *testing.T, bwrap string, l Limits, apply bool, mounts []strin
 	}
 	defer statusRead.Close()
 	cmd := exec.CommandContext(ctx, bwrap, args...)
+	// Its own process group, so a failure kills bwrap's child too (it has no
+	// --die-with-parent before the block fd releases it).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Env = append(os.Environ(), helperEnv+"=1", "GOMAXPROCS=1")
 	cmd.ExtraFiles = []*os.File{blockRead, statusWrite} // fds 3 and 4
 	var stdout, stderr bytes.Buffer
@@ -87,13 +92,13 @@ func runBounded(t *testing.T, bwrap string, l Limits, apply bool, mounts []strin
 
 	pid, err := childPid(ctx, statusRead)
 	if err != nil {
-		cmd.Process.Kill()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 		t.Fatalf("%s: no child-pid on the status fd: %v (stderr %q)", bwrap, err, stderr.String())
 	}
 	if apply {
 		if err := Apply(pid, l); err != nil {
-			cmd.Process.Kill()
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			cmd.Wait()
 			t.Fatalf("Apply(%d): %v", pid, err)
 		}
@@ -295,7 +300,32 @@ func TestLiveExplicitAboveHardLimit(t *testing.T) {
 		}
 	}
 	l := mustParse(t, "nofile="+strconv.FormatUint(hard+1, 10))
-	bw := livetest.Bwraps(t)[0]
+	for _, bw := range livetest.Bwraps(t) {
+		t.Run(bw.Name, func(t *testing.T) {
+			ran, err := releaseAfterApply(t, bw.Path, l)
+			var aerr *ApplyError
+			switch {
+			case hasCapSysResource(t):
+				if err != nil || !ran {
+					t.Fatalf("with CAP_SYS_RESOURCE, nofile=%d: %v (command ran: %v)", hard+1, err, ran)
+				}
+			case !errors.As(err, &aerr):
+				t.Fatalf("as uid %d, nofile=%d above the hard limit %d: Apply = %v, want *ApplyError", os.Getuid(), hard+1, hard, err)
+			case !strings.Contains(err.Error(), "hard limit is "+strconv.FormatUint(hard, 10)):
+				t.Errorf("the message does not name the hard limit: %v", err)
+			case ran:
+				t.Fatal("Apply failed, yet the command ran once the block fd closed: Apply must kill the child")
+			default:
+				t.Logf("refused, and the command never ran: %v", err)
+			}
+		})
+	}
+}
+
+// releaseAfterApply starts the helper behind --block-fd, calls Apply, then does what a
+// careless caller would whatever Apply said: closes the block fd (end-of-file releases
+// bwrap's child) and waits. It reports whether the command ran and Apply's error.
+func releaseAfterApply(t *testing.T, bwrap string, l Limits) (bool, error) {
 	exe, _ := os.Executable()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -303,34 +333,60 @@ func TestLiveExplicitAboveHardLimit(t *testing.T) {
 	statusRead, statusWrite, _ := os.Pipe()
 	defer statusRead.Close()
 	defer blockWrite.Close()
-	cmd := exec.CommandContext(ctx, bw.Path, "--unshare-all", "--unshare-user", "--die-with-parent",
-		"--ro-bind", "/", "/", "--block-fd", "3", "--json-status-fd", "4", "--", exe, "rlimits")
+	cmd := exec.CommandContext(ctx, bwrap, "--unshare-all", "--unshare-user", "--die-with-parent",
+		"--ro-bind", "/", "/", "--proc", "/proc", "--block-fd", "3", "--json-status-fd", "4", "--", exe, "rlimits")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Env = append(os.Environ(), helperEnv+"=1")
 	cmd.ExtraFiles = []*os.File{blockRead, statusWrite}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	blockRead.Close()
 	statusWrite.Close()
-	defer cmd.Wait()
-	defer cmd.Process.Kill() // the child never gets its byte: it must not run the command
 	pid, err := childPid(ctx, statusRead)
 	if err != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
 		t.Fatal(err)
 	}
-	err = Apply(pid, l)
-	var aerr *ApplyError
-	privileged := hasCapSysResource(t)
-	switch {
-	case privileged && err != nil:
-		t.Fatalf("with CAP_SYS_RESOURCE, nofile=%d: %v", hard+1, err)
-	case !privileged && !errors.As(err, &aerr):
-		t.Fatalf("as uid %d, nofile=%d above the hard limit %d: Apply = %v, want *ApplyError", os.Getuid(), hard+1, hard, err)
-	case !privileged:
-		t.Logf("refused: %v", err)
-		if !strings.Contains(err.Error(), "hard limit is "+strconv.FormatUint(hard, 10)) {
-			t.Errorf("the message does not name the hard limit: %v", err)
-		}
+	applyErr := Apply(pid, l)
+	blockWrite.Close()
+	cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("bwrap did not finish: %v (the child was left waiting)", ctx.Err())
+	}
+	return strings.Contains(stdout.String(), "self.nofile="), applyErr
+}
+
+func TestLiveBlockFdEOFReleases(t *testing.T) {
+	// Why Apply kills on failure: bwrap's child takes end-of-file on the block fd as the
+	// go-ahead, so without the kill a caller that closes it runs the command unbounded.
+	for _, bw := range livetest.Bwraps(t) {
+		t.Run(bw.Name, func(t *testing.T) {
+			exe, _ := os.Executable()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			blockRead, blockWrite, _ := os.Pipe()
+			cmd := exec.CommandContext(ctx, bw.Path, "--unshare-all", "--unshare-user", "--die-with-parent",
+				"--ro-bind", "/", "/", "--proc", "/proc", "--block-fd", "3", "--", exe, "rlimits")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+			cmd.Env = append(os.Environ(), helperEnv+"=1")
+			cmd.ExtraFiles = []*os.File{blockRead}
+			var stdout bytes.Buffer
+			cmd.Stdout = &stdout
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			blockRead.Close()
+			blockWrite.Close() // no byte written
+			if err := cmd.Wait(); err != nil || !strings.Contains(stdout.String(), "self.nofile=") {
+				t.Fatalf("bwrap %v, output %q: end-of-file on the block fd no longer releases the child; Apply's kill is still right, update the comment", err, stdout.String())
+			}
+		})
 	}
 }
 

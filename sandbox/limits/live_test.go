@@ -80,7 +80,7 @@ func runBounded(t *testing.T, bwrap string, l Limits, apply bool, mounts []strin
 	// --die-with-parent before the block fd releases it).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.Env = append(os.Environ(), helperEnv+"=1", "GOMAXPROCS=1")
+	cmd.Env = append(os.Environ(), helperEnv+"=1", "GOMAXPROCS=1", raceNoExitSleep)
 	cmd.ExtraFiles = []*os.File{blockRead, statusWrite} // fds 3 and 4
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -337,7 +337,7 @@ func releaseAfterApply(t *testing.T, bwrap string, l Limits) (bool, error) {
 		"--ro-bind", "/", "/", "--proc", "/proc", "--block-fd", "3", "--json-status-fd", "4", "--", exe, "rlimits")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.Env = append(os.Environ(), helperEnv+"=1", raceNoExitSleep)
 	cmd.ExtraFiles = []*os.File{blockRead, statusWrite}
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -374,7 +374,7 @@ func TestLiveBlockFdEOFReleases(t *testing.T) {
 				"--ro-bind", "/", "/", "--proc", "/proc", "--block-fd", "3", "--", exe, "rlimits")
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-			cmd.Env = append(os.Environ(), helperEnv+"=1")
+			cmd.Env = append(os.Environ(), helperEnv+"=1", raceNoExitSleep)
 			cmd.ExtraFiles = []*os.File{blockRead}
 			var stdout bytes.Buffer
 			cmd.Stdout = &stdout
@@ -469,6 +469,7 @@ func TestLiveTmpfsSize(t *testing.T) {
 			for _, dir := range []string{"/tmp", "/dev/shm"} {
 				got := runBounded(t, bw.Path, l, true, []string{"--size", size, "--tmpfs", dir}, "fill", dir+"/fill")
 				written := got.num(t, "written")
+				t.Logf("uid %d: %s with --size %s: wrote %d bytes, stop %s", os.Getuid(), dir, size, written, got.get(t, "stop"))
 				if got.get(t, "stop") != "ENOSPC" || written > 8<<20 || written < 7<<20 {
 					t.Fatalf("%s: wrote %d bytes, stop %s; want ENOSPC near 8 MiB", dir, written, got.get(t, "stop"))
 				}
@@ -489,3 +490,7 @@ func TestLiveTmpfsSize(t *testing.T) {
 		})
 	}
 }
+
+// raceNoExitSleep spares each helper the race runtime's one-second sleep at exit
+// (atexit_sleep_ms defaults to 1000 under -race).
+const raceNoExitSleep = "GORACE=atexit_sleep_ms=0"

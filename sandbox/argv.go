@@ -66,9 +66,17 @@ func build(bwrapPath string, policy Policy, cmd []string, fds layout) ([]string,
 	argv = append(argv, "--proc", "/proc")
 	argv = appendKernelSurface(argv, policy.Host.Proc)
 	argv = append(argv, "--dev", "/dev")
+	// Every private tmpfs is bounded (the kernel's default is half of RAM each), and
+	// /dev gets its own /dev/shm: bwrap's /dev is one unbounded tmpfs, so /dev itself is
+	// made read-only after it (its device nodes are binds of their own and stay usable).
+	size := policy.Limits.TmpfsSize()
 	for _, dir := range privateTmpfs() {
+		if size > 0 && policy.Features.Has("size") {
+			argv = append(argv, "--size", strconv.FormatUint(size, 10))
+		}
 		argv = append(argv, "--tmpfs", dir)
 	}
+	argv = append(argv, "--remount-ro", "/dev")
 
 	for _, bind := range binds(policy) {
 		if fd, ok := fds.sourceFD[bind.path]; ok && policy.Features.Has("bind-fd") && policy.Features.Has("ro-bind-fd") {
@@ -111,7 +119,7 @@ func appendKernelSurface(argv []string, proc ProcSurface) []string {
 }
 
 // privateTmpfs are the directories that get a private tmpfs of their own.
-func privateTmpfs() []string { return []string{"/tmp", "/var/tmp", "/run"} }
+func privateTmpfs() []string { return []string{"/dev/shm", "/tmp", "/var/tmp", "/run"} }
 
 type bind struct {
 	option string

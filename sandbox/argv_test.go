@@ -14,7 +14,7 @@ var mergedUsrHost = Host{
 	Proc:  ProcSurface{ReadOnly: []string{"/proc/sys"}, MaskFiles: []string{"/proc/keys"}, MaskDirs: []string{"/proc/acpi"}},
 }
 
-var withDisableUserns = ParseFeatures("    --disable-userns  Disable further use of user namespaces\n", "bubblewrap 0.8.0")
+var withDisableUserns = ParseFeatures("    --disable-userns  Disable further use of user namespaces\n    --size BYTES  Set size of next tmpfs\n", "bubblewrap 0.8.0")
 
 func TestArgvWholeCommandLine(t *testing.T) {
 	policy := Policy{Workdir: "/src/app", Host: mergedUsrHost, Features: withDisableUserns, Env: []string{"CI=1"}, Protect: []string{"/src/app/.git"}}
@@ -28,7 +28,8 @@ func TestArgvWholeCommandLine(t *testing.T) {
 		--ro-bind /etc/ld.so.cache /etc/ld.so.cache --ro-bind /etc/passwd /etc/passwd
 		--proc /proc --ro-bind /proc/sys /proc/sys --ro-bind /dev/null /proc/keys
 		--tmpfs /proc/acpi --remount-ro /proc/acpi
-		--dev /dev --tmpfs /tmp --tmpfs /var/tmp --tmpfs /run
+		--dev /dev --size 1073741824 --tmpfs /dev/shm --size 1073741824 --tmpfs /tmp
+		--size 1073741824 --tmpfs /var/tmp --size 1073741824 --tmpfs /run --remount-ro /dev
 		--bind /src/app /src/app --ro-bind /src/app/.git /src/app/.git --remount-ro /
 		--setenv PATH /usr/local/bin:/usr/bin:/bin --setenv HOME /src/app --setenv TMPDIR /tmp
 		--setenv LANG C.UTF-8 --setenv CI 1 --seccomp 3 --chdir /src/app -- make -j2`)

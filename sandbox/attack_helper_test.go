@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -121,6 +122,37 @@ func attackHelper(args []string) (int, bool) {
 			report("replace "+path, os.WriteFile(path, []byte("replaced"), 0o644))
 			report("inside "+path, os.WriteFile(filepath.Join(path, "planted"), []byte("planted"), 0o644))
 		}
+	case "bounds": // bounds: the rlimits inside, and writes past the tmpfs bound
+		for _, r := range []struct {
+			name     string
+			resource int
+		}{{"core", unix.RLIMIT_CORE}, {"nofile", unix.RLIMIT_NOFILE}, {"nproc", unix.RLIMIT_NPROC}, {"fsize", unix.RLIMIT_FSIZE}, {"as", unix.RLIMIT_AS}} {
+			var limit unix.Rlimit
+			unix.Getrlimit(r.resource, &limit)
+			fmt.Printf("%s: %d/%d\n", r.name, limit.Cur, limit.Max)
+			raised := unix.Rlimit{Cur: limit.Max, Max: limit.Max}
+			if limit.Max != unix.RLIM_INFINITY {
+				raised.Max = limit.Max + 1
+			}
+			fmt.Printf("raise-%s: %s\n", r.name, errText(unix.Setrlimit(r.resource, &raised)))
+		}
+		for _, dir := range []string{"/tmp", "/var/tmp", "/run", "/dev/shm"} {
+			fmt.Printf("fill-%s: %s\n", dir, errText(fill(filepath.Join(dir, "fill"), 3<<20)))
+		}
+		fmt.Printf("write-/dev: %s\n", errText(os.WriteFile("/dev/planted", []byte("x"), 0o644)))
+	case "forks": // forks N: children that wait, until fork fails or N exist; the count
+		limit, _ := strconv.Atoi(args[1])
+		made := 0
+		var lastErr error
+		for ; made < limit; made++ {
+			child := exec.Command(os.Args[0], "hold")
+			child.Env = os.Environ()
+			if lastErr = child.Start(); lastErr != nil {
+				break
+			}
+		}
+		fmt.Printf("forked: %d\n", made)
+		fmt.Printf("last: %s\n", errText(lastErr))
 	case "rewrite": // rewrite FILE CONTENT
 		report := func(name string, err error) { fmt.Printf("%s: %s\n", name, errText(err)) }
 		report("rewrite "+args[1], os.WriteFile(args[1], []byte(args[2]), 0o644))
@@ -129,6 +161,22 @@ func attackHelper(args []string) (int, bool) {
 		return 0, false
 	}
 	return 0, true
+}
+
+// fill writes size bytes to path, a megabyte at a time.
+func fill(path string, size int) error {
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	chunk := make([]byte, 1<<20)
+	for written := 0; written < size; written += len(chunk) {
+		if _, err := file.Write(chunk); err != nil {
+			return err
+		}
+	}
+	return file.Sync()
 }
 
 func replaceByRename(path, content string) error {

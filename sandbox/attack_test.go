@@ -403,3 +403,79 @@ func TestDescriptorHygieneFailsClosed(t *testing.T) {
 		t.Fatalf("the real listing: %v", err)
 	}
 }
+
+// TestLiveBoundsHold: the rlimits are in force inside and cannot be raised, core dumps
+// are off, each private tmpfs is bounded, and /dev itself is not a place to fill memory.
+func TestLiveBoundsHold(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		request := Request{Limits: []string{"tmpfs=2M", "nofile=256", "nproc=512", "fsize=1G", "as=16G"}}
+		lines := outputLines(mustRun(t, sandboxRun{bwrap: bwrap, request: request}, "bounds"))
+		want := map[string]string{"core": "0/0", "nofile": "256/256", "nproc": "512/512", "fsize": fmt.Sprintf("%d/%d", 1<<30, 1<<30), "as": fmt.Sprintf("%d/%d", 16<<30, 16<<30)}
+		for name, value := range want {
+			if lines[name] != value {
+				t.Errorf("%s inside: %q, want %s", name, lines[name], value)
+			}
+			if lines["raise-"+name] != "operation not permitted" {
+				t.Errorf("raising %s inside: %q, want operation not permitted", name, lines["raise-"+name])
+			}
+		}
+		for _, dir := range []string{"/tmp", "/var/tmp", "/run", "/dev/shm"} {
+			if got := lines["fill-"+dir]; got != "no space left on device" {
+				t.Errorf("writing 3 MiB to %s with tmpfs=2M: %q", dir, got)
+			}
+		}
+		if got := lines["write-/dev"]; got != "read-only file system" {
+			t.Errorf("writing a file in /dev: %q", got)
+		}
+	})
+}
+
+// TestLiveForkBombIsBoundedForUsers: as a user, nproc bounds a fork loop; for root the
+// kernel exempts uid 0 from RLIMIT_NPROC (measured, and documented). Either way every
+// process dies with the sandbox.
+func TestLiveForkBombIsBoundedForUsers(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		request := Request{Limits: []string{"nproc=32"}}
+		lines := outputLines(mustRun(t, sandboxRun{bwrap: bwrap, request: request}, "forks", "200"))
+		forked := lines["forked"]
+		if os.Geteuid() != 0 && (forked == "200" || lines["last"] != "resource temporarily unavailable") {
+			t.Errorf("nproc=32 did not stop a fork loop: forked %s, last %q", forked, lines["last"])
+		}
+		t.Logf("uid %d: forked %s children under nproc=32 (last: %s)", os.Geteuid(), forked, lines["last"])
+	})
+	// The children held on; the pid namespace ended them with the sandbox.
+	if leftovers := processesRunning(t, "hold"); len(leftovers) > 0 {
+		t.Errorf("processes of the sandbox outlived it: %v", leftovers)
+	}
+}
+
+// processesRunning lists pids whose command line is this test binary with arg.
+func processesRunning(t *testing.T, arg string) []string {
+	t.Helper()
+	exe := testExecutable(t)
+	var pids []string
+	entries, _ := os.ReadDir("/proc")
+	for _, entry := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		fields := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+		if len(fields) == 2 && fields[0] == exe && fields[1] == arg {
+			pids = append(pids, entry.Name())
+		}
+	}
+	return pids
+}
+
+// TestNewPolicyRefusesBadLimits: --limit with an unknown name, a bad number or unit is a
+// PolicyError naming the accepted names.
+func TestNewPolicyRefusesBadLimits(t *testing.T) {
+	for _, spec := range []string{"cpu=1", "nproc=many", "as=4X", "nproc", "core=1", "=1", "tmpfs=-1M"} {
+		_, err := NewPolicy(Request{Workdir: t.TempDir(), Limits: []string{spec}}, nil)
+		var policyErr *PolicyError
+		if !errors.As(err, &policyErr) || policyErr.Field != "--limit" || !strings.Contains(err.Error(), "nproc") {
+			t.Errorf("--limit %s: %v", spec, err)
+		}
+	}
+}

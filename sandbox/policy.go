@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/bwrapkit/bwrapkit/internal/environ"
+	"github.com/bwrapkit/bwrapkit/sandbox/limits"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -27,6 +28,8 @@ type Policy struct {
 	Network bool
 	// Env are NAME=VALUE entries set inside, after the defaults.
 	Env []string
+	// Limits are the command's resource bounds; the zero value is the defaults.
+	Limits limits.Limits
 	// Host is the host's layout the argv mirrors; see ScanHost.
 	Host Host
 	// Features are the bwrap binary's options; see Probe. Zero means "not probed":
@@ -53,6 +56,7 @@ type Request struct {
 	Network  bool
 	Env      []string // NAME=VALUE
 	PassEnv  []string // names copied from the caller's environment when set
+	Limits   []string // NAME=VALUE bounds (see package limits), on top of the defaults
 	// Trusted is bwrapkit's own state the sandbox must never be able to write: its home
 	// (with the managed bwrap) and the bwrap in use. The probe cache is added by NewPolicy.
 	Trusted []string
@@ -75,7 +79,15 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 	if err := RefuseWritable("--workdir", given, workdir, guard); err != nil {
 		return Policy{}, err
 	}
-	policy := Policy{Workdir: workdir, Network: request.Network, Host: ScanHost(env)}
+	bounds, err := limits.Parse(request.Limits, limits.Defaults())
+	if err != nil {
+		var limitErr *limits.Error
+		if errors.As(err, &limitErr) {
+			return Policy{}, &PolicyError{"--limit", limitErr.Spec, limitErr.Reason + " (names: " + strings.Join(limitErr.Names, ", ") + ")"}
+		}
+		return Policy{}, err
+	}
+	policy := Policy{Workdir: workdir, Network: request.Network, Limits: bounds, Host: ScanHost(env)}
 	for _, path := range request.ReadOnly {
 		real, err := resolvePath("--ro", path)
 		if err != nil {

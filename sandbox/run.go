@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bwrapkit/bwrapkit/locate"
+	"github.com/bwrapkit/bwrapkit/sandbox/limits"
 )
 
 // Options are how one command is run: which bwrap, its streams and its bounds.
@@ -102,6 +103,7 @@ type launchPlan struct {
 	sources  map[string]source
 	expected []expectation
 	program  []byte
+	limits   limits.Limits
 }
 
 // planLaunch opens every bind source and builds the argv that binds those descriptors.
@@ -131,6 +133,7 @@ func planLaunch(policy Policy, cmd []string, bwrap string) (*launchPlan, error) 
 	}
 	plan.argv = append([]string{argv[0], "--json-status-fd", statusFD}, argv[1:]...)
 	plan.expected = expectations(policy, plan.sources)
+	plan.limits = policy.Limits
 	return plan, nil
 }
 
@@ -285,6 +288,11 @@ wait:
 	case interrupted != nil:
 		return result, interrupted
 	case refused != nil:
+		var unavailable *UnavailableError
+		if errors.As(refused, &unavailable) {
+			unavailable.Bwrap, unavailable.Stderr = argv[0], observed.stderr
+			return Result{}, unavailable
+		}
 		return Result{}, &UnavailableError{Reason: ReasonUnverified, Bwrap: argv[0], Stderr: observed.stderr, Err: refused}
 	case reason != "":
 		return Result{}, &UnavailableError{Reason: reason, Bwrap: argv[0], Stderr: observed.stderr, Err: waitErr}
@@ -297,7 +305,16 @@ wait:
 func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter) <-chan error {
 	answer := make(chan error, 1)
 	go func() {
-		root, err := awaitSetup(ctx, pid)
+		// The bounds go on bwrap's child before it forks the command (it waits for the
+		// filter first), so the command inherits them from its first instruction.
+		var err error
+		if boundErr := limits.Apply(pid, plan.limits); boundErr != nil {
+			err = &UnavailableError{Reason: ReasonHardening, Err: boundErr}
+		}
+		var root *os.File
+		if err == nil {
+			root, err = awaitSetup(ctx, pid)
+		}
 		if err == nil {
 			err = verifyMounts(root, plan.expected)
 			root.Close()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"github.com/bwrapkit/bwrapkit/internal/safefile"
 	"github.com/bwrapkit/bwrapkit/locate"
 	"github.com/bwrapkit/bwrapkit/sandbox"
+	"github.com/bwrapkit/bwrapkit/sandbox/limits"
 )
 
 // runOptions are the flags shared by run and argv, and what run needs besides.
@@ -35,6 +37,7 @@ func addRunFlags(cmd *cobra.Command, opts *runOptions) {
 	flags.BoolVar(&opts.request.Network, "net", false, "keep the host network (and /etc/resolv.conf)")
 	flags.StringArrayVar(&opts.request.Env, "env", nil, "set `NAME=VALUE` inside (repeatable)")
 	flags.StringArrayVar(&opts.request.PassEnv, "pass-env", nil, "copy variable `NAME` from this environment when set (repeatable)")
+	flags.StringArrayVar(&opts.request.Limits, "limit", nil, "bound the command: `NAME=VALUE`, repeatable; names: "+strings.Join(limits.Names(), ", ")+" (sizes take K, M, G, T; see the README)")
 	flags.DurationVar(&opts.timeout, "timeout", 0, "kill every process of the sandbox after this long (exit 124); 0 means none")
 	flags.StringVar(&opts.report, "report", "", "write the result as JSON (schema bwrapkit.run/v1) to `FILE`")
 }

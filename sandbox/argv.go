@@ -70,7 +70,7 @@ func build(bwrapPath string, policy Policy, cmd []string, fds layout) ([]string,
 	// /dev gets its own /dev/shm: bwrap's /dev is one unbounded tmpfs, so /dev itself is
 	// made read-only after it (its device nodes are binds of their own and stay usable).
 	size := policy.Limits.TmpfsSize()
-	for _, dir := range privateTmpfs() {
+	for _, dir := range PrivateTmpfs() {
 		if size > 0 && policy.Features.Has("size") {
 			argv = append(argv, "--size", strconv.FormatUint(size, 10))
 		}
@@ -90,7 +90,7 @@ func build(bwrapPath string, policy Policy, cmd []string, fds layout) ([]string,
 	// read-only root as the sign that bwrap's setup is complete (see gate.go).
 	argv = append(argv, "--remount-ro", "/")
 
-	for _, entry := range environment(policy) {
+	for _, entry := range policy.Environment() {
 		name, value, _ := strings.Cut(entry, "=")
 		argv = append(argv, "--setenv", name, value)
 	}
@@ -118,8 +118,9 @@ func appendKernelSurface(argv []string, proc ProcSurface) []string {
 	return argv
 }
 
-// privateTmpfs are the directories that get a private tmpfs of their own.
-func privateTmpfs() []string { return []string{"/dev/shm", "/tmp", "/var/tmp", "/run"} }
+// PrivateTmpfs are the directories that get a private tmpfs of their own (a fresh copy):
+// writes there succeed inside and never reach the host.
+func PrivateTmpfs() []string { return []string{"/dev/shm", "/tmp", "/var/tmp", "/run"} }
 
 type bind struct {
 	option string
@@ -170,8 +171,9 @@ func depth(path string) int {
 	return strings.Count(path, "/")
 }
 
-// environment is the command's whole environment, in the order it is set (later wins).
-func environment(policy Policy) []string {
+// Environment is the command's whole environment, in the order it is set (later wins):
+// the one list the doctor's env-clear verdict checks against.
+func (policy Policy) Environment() []string {
 	env := []string{"PATH=" + DefaultPath, "HOME=" + policy.Workdir, "TMPDIR=/tmp"}
 	env = append(env, policy.Host.Env...)
 	return append(env, policy.Env...)

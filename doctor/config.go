@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/locate"
 )
 
@@ -22,7 +23,7 @@ type Config struct {
 	Environ      []string
 	GOOS, GOARCH string
 	// Probe is how to run the self-test probe inside the sandbox.
-	Probe ProbeCommand
+	Probe probe.Command
 	// Checks limits the run to these ids and what they need; empty runs every check.
 	Checks []string
 	// TempDir is where the self-tests' workdir and home are made; default selfTestBase().
@@ -31,15 +32,6 @@ type Config struct {
 	// Parallel bounds how many checks run at once; default 2*GOMAXPROCS, at least 4.
 	Parallel int
 	Now      func() time.Time
-}
-
-// ProbeCommand is the argv prefix that runs the probe (RunProbe) as a program: bwrapkit's
-// hidden subcommand, or a test binary that dispatches on an environment variable. The
-// doctor appends the probe's name and arguments. Command[0] must be an absolute path; it
-// is bound read-only into the sandbox at that path.
-type ProbeCommand struct {
-	Command []string
-	Env     []string // NAME=VALUE set inside the sandbox (and for the userns probe)
 }
 
 func (c Config) withDefaults() Config {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/bwrapkit/bwrapkit/doctor/report"
 )
 
 func TestParseVersion(t *testing.T) {
@@ -60,18 +62,18 @@ func TestUnfixed(t *testing.T) {
 func TestVersionVerdict(t *testing.T) {
 	for _, tc := range []struct {
 		build   string
-		status  Status
+		status  report.Status
 		summary string
 	}{
-		{"bubblewrap 0.8.0", StatusWarn, "bubblewrap 0.8.0 predates 0.12.0: CVE-2024-42472, CVE-2026-41163, CVE-2026-87766"},
-		{"bubblewrap 0.12.0", StatusOK, "bubblewrap 0.12.0"},
-		{"bubblewrap built for Codex", StatusWarn, `version unknown: --version prints "bubblewrap built for Codex"`},
+		{"bubblewrap 0.8.0", report.StatusWarn, "bubblewrap 0.8.0 predates 0.12.0: CVE-2024-42472, CVE-2026-41163, CVE-2026-87766"},
+		{"bubblewrap 0.12.0", report.StatusOK, "bubblewrap 0.12.0"},
+		{"bubblewrap built for Codex", report.StatusWarn, `version unknown: --version prints "bubblewrap built for Codex"`},
 	} {
 		check := versionVerdict(tc.build)
 		if check.Status != tc.status || !strings.HasPrefix(check.Summary, tc.summary) {
 			t.Errorf("%q: %s %q", tc.build, check.Status, check.Summary)
 		}
-		if check.Status == StatusWarn && !strings.Contains(check.Remedy, "bwrapkit install") {
+		if check.Status == report.StatusWarn && !strings.Contains(check.Remedy, "bwrapkit install") {
 			t.Errorf("%q: remedy %q", tc.build, check.Remedy)
 		}
 	}

@@ -34,8 +34,18 @@ func (s *session) checkLaunch(ctx context.Context) report.Check {
 	var dirErr *selftest.DirError
 	switch {
 	case errors.As(err, &dirErr):
+		// Where no directory can be made (a read-only outer sandbox, say), the host may
+		// still explain why no sandbox could be built at all: that is the news to give.
+		facts := s.facts()
+		if _, knobBlocks := facts.Host.UserNamespacesBlocked(); (knobBlocks || facts.UsernsErr != 0) && !facts.Setuid {
+			diagnosis := diagnose.Diagnose(facts)
+			detail := append(diagnosis.Evidence, "the launch itself was not tried: "+err.Error())
+			return report.Check{Status: report.StatusFail, Summary: "no sandbox: " + diagnosis.Summary,
+				Detail: strings.Join(detail, "\n"), Remedy: diagnosis.Remedy, Fix: diagnosis.Fix}
+		}
 		return report.Check{Status: report.StatusFail, Summary: "the launch could not be tried: " + err.Error(),
-			Remedy: "the self-tests make their directory under ~/.cache/bwrapkit/selftest ($XDG_CACHE_HOME), or $TMPDIR where that cannot be made: make one of them writable, e.g. TMPDIR=/var/tmp bwrapkit doctor"}
+			Remedy: "the self-tests make their directory under ~/.cache/bwrapkit/selftest ($XDG_CACHE_HOME), else in $TMPDIR, /var/tmp or /tmp: " +
+				"make one of them writable (and not full), e.g. TMPDIR=/var/tmp bwrapkit doctor"}
 	case err != nil:
 		return report.Check{Status: report.StatusFail, Summary: "the launch could not be tried: " + err.Error(),
 			Remedy: "this is bwrapkit's own failure, not the host's; run `bwrapkit doctor -v` and report it with the output"}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -64,7 +66,15 @@ func newSession(cfg Config) *session {
 	s.usernsErr = newLazy(func() syscall.Errno { return tryUserNamespace(cfg.Probe) })
 	s.bwrap = newLazy(func() probedBwrap { return probeBwrap(s.bwrapPath()) })
 	s.scene = newLazy(func() sceneOrError {
-		scene, err := selftest.NewScene(cfg.TempDir)
+		now := cfg.Now()
+		for _, home := range s.homes() {
+			selftest.Sweep(home, selftest.SecretPrefix, now)
+		}
+		candidates := selftest.Candidates(cfg.Getenv)
+		if cfg.TempDir != "" {
+			candidates = []selftest.Candidate{{Anchor: cfg.TempDir, Base: cfg.TempDir}}
+		}
+		scene, err := selftest.MakeScene(candidates, now)
 		return sceneOrError{scene, err}
 	})
 	return s
@@ -99,7 +109,20 @@ func (s *session) selftestEnv() (*selftest.Env, error) {
 		return nil, err
 	}
 	return &selftest.Env{Bwrap: s.bwrapPath(), Features: features, Probe: s.cfg.Probe,
-		Environ: s.cfg.Environ, Scene: made.scene}, nil
+		Environ: s.cfg.Environ, Scene: made.scene, Homes: s.homes()}, nil
+}
+
+// homes are where a leaked secret would matter: the caller's home ($HOME, as the sandbox's
+// policy reads it) and, for root, /root.
+func (s *session) homes() []string {
+	var homes []string
+	if home := s.cfg.Getenv("HOME"); filepath.IsAbs(home) {
+		homes = append(homes, filepath.Clean(home))
+	}
+	if os.Geteuid() == 0 && !slices.Contains(homes, "/root") {
+		homes = append(homes, "/root")
+	}
+	return homes
 }
 
 // selftest runs one self-test in the session's environment, after the launch check.

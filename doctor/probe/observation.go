@@ -12,10 +12,21 @@ type LaunchObservation struct {
 
 // FileOp is one file-system operation and its error ("" when it succeeded).
 type FileOp struct {
-	Op    string `json:"op"` // create, append, remove, read
+	Op    string `json:"op"` // create, append, remove, read, list
 	Path  string `json:"path"`
 	Error string `json:"error"`
+	// Content is the start of what a read got (at most MaxContent bytes), so the doctor can
+	// tell its own planted secret from anything else at that path.
+	Content string `json:"content,omitempty"`
+	// Entries are the names a list saw (at most MaxEntries).
+	Entries []string `json:"entries,omitempty"`
 }
+
+// MaxContent and MaxEntries bound what a read or a list reports.
+const (
+	MaxContent = 256
+	MaxEntries = 256
+)
 
 type FSObservation struct {
 	Ops []FileOp `json:"ops"`

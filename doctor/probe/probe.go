@@ -95,7 +95,16 @@ func observeFS(specs []string) FSObservation {
 	var observation FSObservation
 	for _, spec := range specs {
 		op, path, _ := strings.Cut(spec, ":")
-		observation.Ops = append(observation.Ops, FileOp{Op: op, Path: path, Error: errorText(fileOperation(op, path))})
+		switch op {
+		case "read":
+			content, err := readStart(path)
+			observation.Ops = append(observation.Ops, FileOp{Op: op, Path: path, Content: content, Error: errorText(err)})
+		case "list":
+			entries, err := list(path)
+			observation.Ops = append(observation.Ops, FileOp{Op: op, Path: path, Entries: entries, Error: errorText(err)})
+		default:
+			observation.Ops = append(observation.Ops, FileOp{Op: op, Path: path, Error: errorText(fileOperation(op, path))})
+		}
 	}
 	return observation
 }
@@ -118,22 +127,37 @@ func fileOperation(op, path string) error {
 		return errors.Join(err, file.Close())
 	case "remove":
 		return os.Remove(path)
-	case "read":
-		file, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer file.Close()
-		_, err = file.Read(make([]byte, 1))
-		if errors.Is(err, io.EOF) {
-			return nil // an empty file was read all the same
-		}
-		if err != nil && errors.Is(err, syscall.EISDIR) {
-			_, err = file.Readdirnames(1)
-		}
-		return err
 	}
 	return fmt.Errorf("unknown operation %q", op)
+}
+
+// readStart reads the start of a file (an empty file is read all the same).
+func readStart(path string) (string, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer file.Close()
+	buf := make([]byte, MaxContent)
+	n, err := io.ReadFull(file, buf)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = nil
+	}
+	return string(buf[:n]), err
+}
+
+// list names a directory's entries.
+func list(path string) ([]string, error) {
+	dir, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	names, err := dir.Readdirnames(MaxEntries)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return names, err
 }
 
 // observeFDs lists the probe's descriptors with bare system calls: os.ReadDir would start

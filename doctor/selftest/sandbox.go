@@ -29,6 +29,17 @@ type Env struct {
 	Probe    probe.Command
 	Environ  []string
 	Scene    *Scene
+	// Homes are where secrets-hidden plants its secrets: the caller's real home, and /root
+	// when the caller is root. One that does not exist is left alone, never created.
+	Homes []string
+}
+
+// probePath is the probe's executable, which the sandbox binds read-only at its path.
+func (e *Env) probePath() string {
+	if len(e.Probe.Argv) == 0 {
+		return ""
+	}
+	return e.Probe.Argv[0]
 }
 
 // ProbeRun is one run of the probe through sandbox.Run, the path every caller uses.

@@ -49,7 +49,7 @@ func NewScene(tempDir string) (*Scene, error) {
 			return nil, err
 		}
 	}
-	for path, content := range map[string]string{f.secret: "canary " + f.token + "\n", f.gitConfig: gitConfigContent, f.fdCanary: "canary " + f.token + "\n"} {
+	for path, content := range map[string]string{f.secret: f.secretContent(), f.gitConfig: gitConfigContent, f.fdCanary: "canary " + f.token + "\n"} {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			f.Remove()
 			return nil, err
@@ -73,3 +73,6 @@ type DirError struct{ Err error }
 
 func (e *DirError) Error() string { return "preparing the self-test directory: " + e.Err.Error() }
 func (e *DirError) Unwrap() error { return e.Err }
+
+// secretContent is what the scene's own secret file holds.
+func (f *Scene) secretContent() string { return "canary " + f.token + "\n" }

@@ -62,12 +62,6 @@ func TestFileVerdicts(t *testing.T) {
 		t.Errorf("git append succeeded: %s", c.Status)
 	}
 
-	if c := secretsHiddenVerdict([]probe.FileOp{{Path: "/etc/shadow", Error: "no such file"}, {Path: "/h/secret", Error: "no such file"}}); c.Status != report.StatusOK {
-		t.Errorf("secrets hidden: %s", c.Summary)
-	}
-	if c := secretsHiddenVerdict([]probe.FileOp{{Path: "/etc/shadow"}}); c.Status != report.StatusFail || !strings.Contains(c.Summary, "/etc/shadow") {
-		t.Errorf("shadow readable: %s %s", c.Status, c.Summary)
-	}
 }
 
 func TestEnvClearVerdict(t *testing.T) {
@@ -184,5 +178,41 @@ func TestNestedUsernsVerdict(t *testing.T) {
 		if c := nestedUsernsVerdict(probe.UsernsObservation{Errno: int(tc.errno), Error: tc.errno.Error()}); c.Status != tc.status {
 			t.Errorf("%v: %s, want %s", tc.errno, c.Status, tc.status)
 		}
+	}
+}
+
+// TestSecretsHiddenVerdict: judged by content. /root inside holding only the empty parents
+// of the self-test's workdir is no leak (the false positive of issue 9); a planted secret
+// read, or a host name listed, is.
+func TestSecretsHiddenVerdict(t *testing.T) {
+	const token = "t0k"
+	planted := plantedSecret{"/root/" + SecretPrefix + token, "bwrapkit doctor secret t0k\n"}
+	secrets := []plantedSecret{{"/s/home/secret", "canary t0k\n"}, planted}
+	homes := map[string]homeListing{"/root": {host: []string{".cache", ".bashrc", SecretPrefix + token}, bound: []string{".cache"}}}
+	unreadable := []probe.FileOp{
+		{Op: "read", Path: "/etc/shadow", Error: "no such file or directory"},
+		{Op: "read", Path: "/s/home/secret", Error: "no such file or directory"},
+		{Op: "read", Path: planted.path, Error: "no such file or directory"},
+	}
+	with := func(ops ...probe.FileOp) []probe.FileOp { return append(append([]probe.FileOp{}, unreadable...), ops...) }
+	for _, tc := range []struct {
+		name   string
+		ops    []probe.FileOp
+		status report.Status
+		says   string
+	}{
+		{"/root holds only the workdir's parents", with(probe.FileOp{Op: "list", Path: "/root", Entries: []string{".cache"}}), report.StatusOK, "planted in /root"},
+		{"/root does not exist inside", with(probe.FileOp{Op: "list", Path: "/root", Error: "no such file or directory"}), report.StatusOK, ""},
+		{"/root is the host's", with(probe.FileOp{Op: "list", Path: "/root", Entries: []string{".cache", ".bashrc", SecretPrefix + token}}), report.StatusFail, ".bashrc, " + SecretPrefix + token},
+		{"the planted secret is read", append(unreadable[:2:2], probe.FileOp{Op: "read", Path: planted.path, Content: planted.content}), report.StatusFail, "the planted secret's content"},
+		{"/etc/shadow is read", append([]probe.FileOp{{Op: "read", Path: "/etc/shadow", Content: "root:*:"}}, unreadable[1:]...), report.StatusFail, "/etc/shadow"},
+		{"nothing reported", nil, report.StatusFail, "no reads"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := secretsHiddenVerdict(tc.ops, secrets, homes)
+			if c.Status != tc.status || !strings.Contains(c.Summary, tc.says) {
+				t.Errorf("%s %q, want %s saying %q\n%s", c.Status, c.Summary, tc.status, tc.says, c.Detail)
+			}
+		})
 	}
 }

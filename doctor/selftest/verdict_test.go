@@ -194,7 +194,9 @@ func TestSecretsHiddenVerdict(t *testing.T) {
 		{Op: "read", Path: "/s/home/secret", Error: "no such file or directory"},
 		{Op: "read", Path: planted.path, Error: "no such file or directory"},
 	}
-	with := func(ops ...probe.FileOp) []probe.FileOp { return append(append([]probe.FileOp{}, unreadable...), ops...) }
+	with := func(ops ...probe.FileOp) []probe.FileOp {
+		return append(append([]probe.FileOp{}, unreadable...), ops...)
+	}
 	for _, tc := range []struct {
 		name   string
 		ops    []probe.FileOp

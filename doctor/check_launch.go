@@ -39,7 +39,7 @@ func (s *session) checkLaunch(ctx context.Context) report.Check {
 		facts := s.facts()
 		if _, knobBlocks := facts.Host.UserNamespacesBlocked(); (knobBlocks || facts.UsernsErr != 0) && !facts.Setuid {
 			diagnosis := diagnose.Diagnose(facts)
-			detail := append(diagnosis.Evidence, "the launch itself was not tried: "+err.Error())
+			detail := append(diagnosis.Evidence, "the launch itself was not tried, for want of a writable place for its files: "+dirErr.Err.Error())
 			return report.Check{Status: report.StatusFail, Summary: "no sandbox: " + diagnosis.Summary,
 				Detail: strings.Join(detail, "\n"), Remedy: diagnosis.Remedy, Fix: diagnosis.Fix}
 		}

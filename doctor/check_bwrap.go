@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bwrapkit/bwrapkit/doctor/diagnose"
+	"github.com/bwrapkit/bwrapkit/doctor/provenance"
 	"github.com/bwrapkit/bwrapkit/doctor/remedy"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
 	"github.com/bwrapkit/bwrapkit/locate"
@@ -123,32 +124,81 @@ func (s *session) checkVersion(ctx context.Context) report.Check {
 		return report.Check{Status: report.StatusFail, Summary: path + " does not answer --help and --version like bwrap: " + err.Error(),
 			Remedy: diagnose.InstallRemedy, Fix: remedy.InstallFix(path)}
 	}
-	return versionVerdict(features.Build)
+	owner := s.owner.get()
+	return versionVerdict(features.Build, owner.pkg, owner.err)
 }
 
-// versionVerdict decides over `bwrap --version`.
-func versionVerdict(build string) report.Check {
+// owned is the package that owns the bwrap in use, or why that is not known.
+type owned struct {
+	pkg *provenance.Package
+	err error
+}
+
+func queryOwner(path string) owned {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*provenance.QueryTimeout)
+	defer cancel()
+	pkg, err := provenance.Owner(ctx, path, provenance.SystemLookPath, provenance.Run)
+	if err != nil {
+		return owned{err: err}
+	}
+	return owned{pkg: &pkg}
+}
+
+// versionVerdict decides over `bwrap --version` and the package that owns the binary (nil,
+// with ownerErr saying why: none does, or the query failed).
+func versionVerdict(build string, pkg *provenance.Package, ownerErr error) report.Check {
 	detail := fmt.Sprintf("--version: %q", build)
+	var notOwned *provenance.NotOwnedError
+	switch {
+	case pkg != nil:
+		detail += "\npackage: " + pkg.String()
+	case errors.As(ownerErr, &notOwned):
+		detail += "\npackage: none (" + ownerErr.Error() + ")"
+	case ownerErr != nil:
+		detail += "\npackage: could not be read: " + ownerErr.Error()
+	}
 	version, ok := ParseVersion(build)
 	if !ok {
 		return report.Check{Status: report.StatusWarn, Summary: fmt.Sprintf("version unknown: --version prints %q", firstLine(build)), Detail: detail,
-			Remedy: "a custom build cannot be matched against bubblewrap's security fixes; for a known one, run `bwrapkit install`"}
+			Remedy: "a custom build cannot be matched against bubblewrap's security fixes; for a known one, run `bwrapkit install`",
+			Fix:    remedy.InstallFix("")}
+	}
+	named := "bubblewrap " + version.String()
+	if pkg != nil {
+		named += " (package " + pkg.Name + " " + pkg.Version + ", " + pkg.Manager + ")"
 	}
 	unfixed := Unfixed(version)
 	if len(unfixed) == 0 {
-		return report.Check{Status: report.StatusOK, Summary: "bubblewrap " + version.String(), Detail: detail}
+		return report.Check{Status: report.StatusOK, Summary: named, Detail: detail}
 	}
 	var cves []string
 	for _, advisory := range unfixed {
 		cves = append(cves, advisory.CVE)
 		detail += fmt.Sprintf("\n%s: %s (fixed in %s)", advisory.CVE, advisory.What, advisory.FixedIn)
 	}
-	return report.Check{Status: report.StatusWarn,
-		Summary: fmt.Sprintf("bubblewrap %s predates %s: %s, unless your distribution backported the fixes", version, SafeVersion, strings.Join(cves, ", ")),
+	check := report.Check{Status: report.StatusWarn,
+		Summary: fmt.Sprintf("%s predates %s: %s, unless your distribution backported the fixes", named, SafeVersion, strings.Join(cves, ", ")),
 		Detail:  detail,
-		Remedy: "distributions backport fixes without changing the version (Debian 12 ships 0.8.0-2+deb12u1): " +
-			"check your distribution's security tracker for bubblewrap, or run `bwrapkit install` for " + SafeVersion,
-		Fix: remedy.InstallFix("")}
+		Fix:     remedy.InstallFix("")}
+	install := "run `bwrapkit install` for " + SafeVersion
+	advice, command := "", ""
+	if pkg != nil {
+		advice, command = remedy.BackportCheck(pkg.Manager, pkg.Name, pkg.Version, cves)
+	}
+	switch {
+	case advice != "":
+		check.Remedy = "distributions backport fixes without changing the version; " + pkg.Name + " " + pkg.Version + " is " + advice + "; or " + install
+	case errors.As(ownerErr, &notOwned):
+		check.Remedy = "this bwrap belongs to no distribution package, so nothing was backported into it: " + install
+	default:
+		check.Remedy = "distributions backport fixes without changing the version (Debian 12 ships 0.8.0-2+deb12u1): " +
+			"check your distribution's security tracker for bubblewrap, or " + install
+	}
+	if command != "" {
+		check.RemedyCommands = []string{command}
+	}
+	check.RemedyCommands = append(check.RemedyCommands, remedy.InstallCommand)
+	return check
 }
 
 func firstLine(text string) string {

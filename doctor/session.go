@@ -31,6 +31,7 @@ type session struct {
 	binary    *lazy[binaryFacts]
 	usernsErr *lazy[syscall.Errno]
 	bwrap     *lazy[probedBwrap]
+	owner     *lazy[owned]
 	scene     *lazy[sceneOrError]
 
 	mu       sync.Mutex
@@ -65,6 +66,7 @@ func newSession(cfg Config) *session {
 	})
 	s.usernsErr = newLazy(func() syscall.Errno { return tryUserNamespace(cfg.Probe) })
 	s.bwrap = newLazy(func() probedBwrap { return probeBwrap(s.bwrapPath()) })
+	s.owner = newLazy(func() owned { return queryOwner(s.bwrapPath()) })
 	s.scene = newLazy(func() sceneOrError {
 		now := cfg.Now()
 		for _, home := range s.homes() {
@@ -198,6 +200,9 @@ func (s *session) report(checks []report.Check, began, finished time.Time) repor
 	}
 	if probed, ok := s.bwrap.peek(); ok && probed.err == nil {
 		r.Bwrap.Build = probed.features.Build
+	}
+	if owner, ok := s.owner.peek(); ok {
+		r.Bwrap.Package = owner.pkg
 	}
 	if version, ok := ParseVersion(r.Bwrap.Build); ok {
 		r.Bwrap.Version = version.String()

@@ -22,12 +22,15 @@ const (
 
 // Check is the result of one check.
 type Check struct {
-	ID       string
-	Status   Status
-	Summary  string // one line
-	Detail   string // the facts behind the verdict; shown with -v
-	Remedy   string // what to do, with exact commands; set for warn and fail
-	Duration time.Duration
+	ID      string
+	Status  Status
+	Summary string // one line
+	Detail  string // the facts behind the verdict; shown with -v
+	Remedy  string // what to do, with exact commands; set for warn and fail
+	// RemedyCommands are the remedy's commands for this host, one shell command each, as a
+	// user pastes them (sudo included where needed); nil when there is nothing to run.
+	RemedyCommands []string
+	Duration       time.Duration
 	// Fix is what `doctor --fix` could automate for this check; nil when nothing can.
 	Fix *remedy.Fix
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/doctor/provenance"
 	"github.com/bwrapkit/bwrapkit/doctor/remedy"
 )
 
@@ -37,6 +38,9 @@ type BwrapInfo struct {
 	Build   string `json:"build"`   // raw --version text
 	Setuid  bool   `json:"setuid"`
 	Static  bool   `json:"static"`
+	// Package is the distribution package that owns the binary; nil when none does or it
+	// could not be read (bwrap.version's detail says which).
+	Package *provenance.Package `json:"package"`
 }
 
 // Healthy: no check failed.

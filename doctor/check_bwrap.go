@@ -218,7 +218,7 @@ func (s *session) checkFeatures(ctx context.Context) report.Check {
 		facts.Reason, facts.Missing, facts.Stderr = sandbox.ReasonUnsupported, features.Missing(), s.bwrap.get().help
 		diagnosis := diagnose.Diagnose(facts)
 		return report.Check{Status: report.StatusFail, Summary: diagnosis.Summary, Detail: strings.Join(diagnosis.Evidence, "\n"),
-			Remedy: diagnosis.Remedy, Fix: diagnosis.Fix}
+			Remedy: diagnosis.Remedy, Fix: diagnosis.Fix, RemedyCommands: diagnosis.RemedyCommands()}
 	}
 	return featuresVerdict(path, features)
 }

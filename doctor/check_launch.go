@@ -29,7 +29,7 @@ func (s *session) checkLaunch(ctx context.Context) report.Check {
 		diagnosis := diagnose.Diagnose(facts)
 		detail := append([]string{"sandbox.Run: " + string(unavailable.Reason)}, diagnosis.Evidence...)
 		return report.Check{Status: report.StatusFail, Summary: "no sandbox: " + diagnosis.Summary,
-			Detail: strings.Join(detail, "\n"), Remedy: diagnosis.Remedy, Fix: diagnosis.Fix}
+			Detail: strings.Join(detail, "\n"), Remedy: diagnosis.Remedy, Fix: diagnosis.Fix, RemedyCommands: diagnosis.RemedyCommands()}
 	}
 	var dirErr *selftest.DirError
 	switch {
@@ -41,7 +41,7 @@ func (s *session) checkLaunch(ctx context.Context) report.Check {
 			diagnosis := diagnose.Diagnose(facts)
 			detail := append(diagnosis.Evidence, "the launch itself was not tried, for want of a writable place for its files: "+dirErr.Err.Error())
 			return report.Check{Status: report.StatusFail, Summary: "no sandbox: " + diagnosis.Summary,
-				Detail: strings.Join(detail, "\n"), Remedy: diagnosis.Remedy, Fix: diagnosis.Fix}
+				Detail: strings.Join(detail, "\n"), Remedy: diagnosis.Remedy, Fix: diagnosis.Fix, RemedyCommands: diagnosis.RemedyCommands()}
 		}
 		return report.Check{Status: report.StatusFail, Summary: "the launch could not be tried: " + err.Error(),
 			Remedy: "the self-tests make their directory under ~/.cache/bwrapkit/selftest ($XDG_CACHE_HOME), else in $TMPDIR, /var/tmp or /tmp: " +

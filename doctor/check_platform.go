@@ -25,7 +25,7 @@ func (s *session) checkPlatform(context.Context) report.Check {
 	detail := platformDetail(host)
 	if _, unsupported := host.Unsupported(); unsupported {
 		diagnosis := diagnose.Diagnose(s.facts())
-		return report.Check{Status: report.StatusFail, Summary: diagnosis.Summary, Detail: detail, Remedy: diagnosis.Remedy}
+		return report.Check{Status: report.StatusFail, Summary: diagnosis.Summary, Detail: detail, Remedy: diagnosis.Remedy, RemedyCommands: diagnosis.RemedyCommands()}
 	}
 	if len(host.Problems) > 0 {
 		return report.Check{Status: report.StatusWarn, Summary: summary + "; some host facts could not be read",

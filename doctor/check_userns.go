@@ -32,7 +32,7 @@ func (s *session) checkUserns(context.Context) report.Check {
 	if knobBlocks || facts.UsernsErr != 0 {
 		diagnosis := diagnose.Diagnose(facts)
 		check := report.Check{Status: report.StatusFail, Summary: diagnosis.Summary,
-			Detail: detail + "\n" + strings.Join(diagnosis.Evidence, "\n"), Remedy: diagnosis.Remedy, Fix: diagnosis.Fix}
+			Detail: detail + "\n" + strings.Join(diagnosis.Evidence, "\n"), Remedy: diagnosis.Remedy, Fix: diagnosis.Fix, RemedyCommands: diagnosis.RemedyCommands()}
 		if setuid && diagnosis.Cause == diagnose.CauseUnprivilegedClone {
 			check.Status = report.StatusWarn
 			check.Summary += "; the setuid bwrap in use works without them"
@@ -46,7 +46,7 @@ func (s *session) checkUserns(context.Context) report.Check {
 		}
 		diagnosis := diagnose.AppArmor(facts)
 		return report.Check{Status: report.StatusWarn, Summary: diagnosis.Summary + " (launch will tell)", Detail: detail,
-			Remedy: diagnosis.Remedy, Fix: diagnosis.Fix}
+			Remedy: diagnosis.Remedy, Fix: diagnosis.Fix, RemedyCommands: diagnosis.RemedyCommands()}
 	}
 	summary := "available to unprivileged processes"
 	if host.MaxUserNamespaces.Present {

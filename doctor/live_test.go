@@ -137,6 +137,9 @@ func TestDoctorWithoutBwrap(t *testing.T) {
 	if found.Fix == nil || found.Fix.Kind != remedy.Install {
 		t.Errorf("fix = %+v, want install", found.Fix)
 	}
+	if strings.Join(found.RemedyCommands, "\n") != "bwrapkit install" {
+		t.Errorf("remedy commands = %q, want the install", found.RemedyCommands)
+	}
 	if launch := checkByID(t, got, "launch"); launch.Status != report.StatusSkip || !strings.Contains(launch.Summary, "bwrap.found failed") {
 		t.Errorf("launch: %s %q", launch.Status, launch.Summary)
 	}

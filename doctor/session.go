@@ -186,6 +186,11 @@ func tryUserNamespace(command probe.Command) syscall.Errno {
 
 // report reads only facts that are already computed: a fact whose check hung stays empty.
 func (s *session) report(checks []report.Check, began, finished time.Time) report.Report {
+	for i, check := range checks {
+		if check.RemedyCommands == nil && check.Fix != nil && (check.Status == report.StatusFail || check.Status == report.StatusWarn) {
+			checks[i].RemedyCommands = check.Fix.Commands
+		}
+	}
 	r := report.Report{Status: report.Overall(checks), ToolVersion: s.cfg.ToolVersion, Started: began,
 		Duration: finished.Sub(began), Checks: checks}
 	r.Platform = report.PlatformInfo{OS: s.cfg.GOOS, Arch: s.cfg.GOARCH}

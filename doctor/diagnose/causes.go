@@ -96,11 +96,12 @@ func setuidUnsupported(f Facts, why string) Diagnosis {
 }
 
 func usernsOff(f Facts, why string) Diagnosis {
-	return Diagnosis{Cause: CauseUsernsOff,
+	grubby := f.Sudo() + "grubby --update-kernel=ALL --args=user_namespace.enable=1"
+	return Diagnosis{Cause: CauseUsernsOff, Commands: []string{grubby},
 		Summary:  "this kernel has user namespaces switched off at boot, and bwrap needs them",
 		Evidence: f.evidence(why),
 		Remedy: "enable them on the kernel command line and reboot (RHEL/CentOS 7):\n" +
-			f.Sudo() + "grubby --update-kernel=ALL --args=user_namespace.enable=1\n" +
+			grubby + "\n" +
 			"then make sure user.max_user_namespaces is above 0 (see below) and reboot"}
 }
 
@@ -134,7 +135,7 @@ func unprivilegedClone(f Facts, why string) Diagnosis {
 }
 
 func usernsDenied(f Facts, why string) Diagnosis {
-	return Diagnosis{Cause: CauseUsernsDenied,
+	return Diagnosis{Cause: CauseUsernsDenied, Commands: []string{f.Sudo() + "dmesg | grep -i -e denied -e userns"},
 		Summary: "the kernel refuses this process a user namespace (EPERM) though no sysctl forbids it: " +
 			"a chroot (the kernel refuses user namespaces inside one) or a security module",
 		Evidence: f.evidence(why, usernsErrText(f.UsernsErr)),

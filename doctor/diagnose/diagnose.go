@@ -72,6 +72,20 @@ type Diagnosis struct {
 	Evidence []string
 	Remedy   string
 	Fix      *remedy.Fix
+	// Commands are the remedy's commands where no Fix carries them (a reboot's, a look in
+	// the kernel log): see RemedyCommands.
+	Commands []string
+}
+
+// RemedyCommands are the commands of the remedy, one shell command each, for this host.
+func (d Diagnosis) RemedyCommands() []string {
+	if d.Commands != nil {
+		return d.Commands
+	}
+	if d.Fix != nil {
+		return d.Fix.Commands
+	}
+	return nil
 }
 
 // Diagnose decides the cause. Structured facts decide whenever they can; stderr breaks

@@ -3,6 +3,7 @@ package remedy
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,5 +121,31 @@ func TestSysctlDropIn(t *testing.T) {
 	}
 	if _, err := ParseSysctlSettings("user.max_user_namespaces = 1; rm -rf /\n"); err == nil {
 		t.Error("a value that is not a number was accepted")
+	}
+}
+
+// TestScriptRuns: the pasteable block is valid shell that runs each command once, in order.
+func TestScriptRuns(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	script := Script([]string{
+		"bwrapkit install",
+		WriteFileCommand("", out, "# Written by bwrapkit doctor --fix\nkey = 1\n"),
+		"echo second >> " + Quote(out),
+		"echo second >> " + Quote(out),
+	})
+	if !strings.HasPrefix(script, "bwrapkit install\nsh -eux <<'EOF'\n") || !strings.HasSuffix(script, "\nEOF\n") {
+		t.Fatalf("script:\n%s", script)
+	}
+	body := strings.TrimPrefix(script, "bwrapkit install\n")
+	if output, err := exec.Command("/bin/sh", "-c", body).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, output)
+	}
+	if got, _ := os.ReadFile(out); string(got) != "# Written by bwrapkit doctor --fix\nkey = 1\nsecond\n" {
+		t.Errorf("wrote %q", got)
+	}
+	sudo := Script([]string{"sudo sysctl -w a.b=1", WriteFileCommand("sudo ", "/etc/x", "y\n")})
+	if sudo != "sudo sh -eux <<'EOF'\nsysctl -w a.b=1\nprintf '%s\\n' 'y' | tee /etc/x >/dev/null\nEOF\n" {
+		t.Errorf("sudo script:\n%s", sudo)
 	}
 }

@@ -24,7 +24,8 @@ func sampleReport() report.Report {
 		Checks: []report.Check{
 			{ID: "platform", Status: report.StatusOK, Summary: "linux/amd64", Detail: "kind: linux", Duration: 3 * time.Millisecond},
 			{ID: "bwrap.version", Status: report.StatusWarn, Summary: "version unknown", Remedy: "run `bwrapkit install`", Duration: time.Millisecond},
-			{ID: "launch", Status: report.StatusFail, Summary: "no sandbox: limit", Remedy: "raise it:\nsysctl -w user.max_user_namespaces=15000", Duration: 40 * time.Millisecond},
+			{ID: "launch", Status: report.StatusFail, Summary: "no sandbox: limit", Remedy: "raise it:\nsysctl -w user.max_user_namespaces=15000", Duration: 40 * time.Millisecond,
+				RemedyCommands: []string{"sysctl -w user.max_user_namespaces=15000"}},
 			{ID: "selftest.network", Status: report.StatusSkip, Summary: "needs launch, which failed"},
 		},
 	}
@@ -43,6 +44,12 @@ func TestText(t *testing.T) {
 		"    raise it:\n" +
 		"    sysctl -w user.max_user_namespaces=15000\n" +
 		"- selftest.network  skipped: needs launch, which failed\n" +
+		"\n" +
+		"To fix what failed, paste:\n" +
+		"\n" +
+		"sh -eux <<'EOF'\n" +
+		"sysctl -w user.max_user_namespaces=15000\n" +
+		"EOF\n" +
 		"\n" +
 		"4 checks: 1 ok, 1 warning, 1 failed, 1 skipped (212ms): this host cannot sandbox safely; see the remedies above\n"
 	if out.String() != want {
@@ -74,8 +81,8 @@ func TestJSON(t *testing.T) {
 	want := map[string][]string{
 		"":         {"bwrap", "checks", "duration_ms", "platform", "schema", "status", "tool_version"},
 		"platform": {"arch", "container", "kernel", "kind", "os"},
-		"bwrap":    {"build", "path", "setuid", "source", "static", "version"},
-		"check":    {"detail", "duration_ms", "id", "remedy", "status", "summary"},
+		"bwrap":    {"build", "package", "path", "setuid", "source", "static", "version"},
+		"check":    {"detail", "duration_ms", "id", "remedy", "remedy_commands", "status", "summary"},
 	}
 	checks := doc["checks"].([]any)
 	for name, object := range map[string]map[string]any{
@@ -93,8 +100,15 @@ func TestJSON(t *testing.T) {
 	if doc["schema"] != "bwrapkit.doctor/v1" || doc["status"] != "fail" || doc["duration_ms"] != 212.0 {
 		t.Errorf("header: %v %v %v", doc["schema"], doc["status"], doc["duration_ms"])
 	}
-	if launch := checks[2].(map[string]any); launch["duration_ms"] != 40.0 || launch["status"] != "fail" {
+	if launch := checks[2].(map[string]any); launch["duration_ms"] != 40.0 || launch["status"] != "fail" ||
+		!reflect.DeepEqual(launch["remedy_commands"], []any{"sysctl -w user.max_user_namespaces=15000"}) {
 		t.Errorf("launch: %v", launch)
+	}
+	if ok := checks[0].(map[string]any); !reflect.DeepEqual(ok["remedy_commands"], []any{}) {
+		t.Errorf("an ok check's remedy_commands: %#v", ok["remedy_commands"])
+	}
+	if doc["bwrap"].(map[string]any)["package"] != nil {
+		t.Errorf("package of an unowned bwrap: %v", doc["bwrap"].(map[string]any)["package"])
 	}
 
 	out.Reset()

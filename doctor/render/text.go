@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/doctor/remedy"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
 )
 
@@ -50,6 +51,9 @@ func Text(w io.Writer, r report.Report, opts TextOptions) error {
 			writeIndented(&out, check.Remedy, "    ")
 		}
 	}
+	if script := failureScript(r); script != "" {
+		out.WriteString("\nTo fix what failed, paste:\n\n" + script)
+	}
 	fmt.Fprintf(&out, "\n%d checks: %d ok, %d %s, %d failed, %d skipped (%v): %s\n",
 		len(r.Checks), counts[report.StatusOK], counts[report.StatusWarn], plural(counts[report.StatusWarn], "warning", "warnings"),
 		counts[report.StatusFail], counts[report.StatusSkip], r.Duration.Round(time.Millisecond), verdictWord(r, paint))
@@ -75,4 +79,18 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// failureScript is the commands of every failing check as one block to paste (remedy.Script).
+func failureScript(r report.Report) string {
+	var commands []string
+	for _, check := range r.Checks {
+		if check.Status == report.StatusFail {
+			commands = append(commands, check.RemedyCommands...)
+		}
+	}
+	if len(commands) == 0 {
+		return ""
+	}
+	return remedy.Script(commands)
 }

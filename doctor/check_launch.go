@@ -70,5 +70,6 @@ func (s *session) checkLaunch(ctx context.Context) report.Check {
 	s.launched = selftest.Launched{Result: res.Result, Observation: observation}
 	s.mu.Unlock()
 	return report.Check{Status: report.StatusOK,
-		Summary: fmt.Sprintf("a sandbox was built and ran a command in %v", res.Result.Duration.Round(time.Millisecond))}
+		Summary: fmt.Sprintf("a sandbox was built and ran a command in %v", res.Result.Duration.Round(time.Millisecond)),
+		Detail:  env.Scene.Where()}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
@@ -216,6 +217,91 @@ func TestAcceptanceInsideSandboxWithoutUserNamespaces(t *testing.T) {
 		}
 		if failing != 2 {
 			t.Errorf("%d of userns and launch reported", failing)
+		}
+	}
+}
+
+// TestAcceptanceFullOrNoexecTMPDIR: TMPDIR on a real size-limited tmpfs that is full is
+// passed over (and left clean); on a noexec one it works, since nothing runs from there. In
+// a private mount namespace, so the mounts vanish with the doctor.
+func TestAcceptanceFullOrNoexecTMPDIR(t *testing.T) {
+	requireLive(t)
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	if _, err := os.Stat("/nonexistent"); err == nil {
+		t.Skip("/nonexistent exists on this host")
+	}
+	for _, tc := range []struct {
+		name, mount, fill string
+		usedThere         bool
+	}{
+		{"full", "size=64k", `dd if=/dev/zero of="$0/fill" bs=4k 2>/dev/null; `, false},
+		{"noexec", "noexec,size=8m", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := livetest.TempDir(t)
+			prefix := []string{"unshare", "-m", "--propagation", "private", "sh", "-c",
+				`mount -t tmpfs -o ` + tc.mount + ` tmpfs "$0" && ` + tc.fill + `"$@"; status=$?; ls -A "$0" >&2; exit $status`, dir}
+			env := []string{"HOME=/nonexistent", "TMPDIR=" + dir, newcomerPATH}
+			healthyNewcomer(t, prefix, env)
+			status, stdout, stderr := runNewcomer(t, prefix, env, "doctor", "-v", "--check", "launch")
+			usedThere := strings.Contains(stdout, "self-test directory: "+dir+"/bwrapkit-doctor-")
+			if status != 0 || usedThere != tc.usedThere {
+				t.Errorf("exit %d; self-tests in %s: %v, want %v\n%s", status, dir, usedThere, tc.usedThere, stdout)
+			}
+			if tc.name == "full" && !strings.Contains(stdout, "passed over: "+dir+": ") {
+				t.Errorf("the full TMPDIR is not named as passed over:\n%s", stdout)
+			}
+			if leftovers := strings.Fields(stderr); len(leftovers) > 0 && !(len(leftovers) == 1 && leftovers[0] == "fill") {
+				t.Errorf("left in the tmpfs: %v", leftovers)
+			}
+		})
+	}
+}
+
+// TestAcceptanceSweepsAKilledDoctorsLeftovers: a doctor killed with SIGKILL leaves its
+// self-test directory (and maybe a planted secret); the next doctor, once they are older
+// than a doctor can live, removes them, and leaves a fresh one (a doctor running now) alone.
+func TestAcceptanceSweepsAKilledDoctorsLeftovers(t *testing.T) {
+	requireLive(t)
+	home := livetest.TempDir(t)
+	base := filepath.Join(home, ".cache", "bwrapkit", "selftest")
+	cmd := exec.Command(builtBinary, "doctor")
+	cmd.Env = []string{"HOME=" + home, newcomerPATH}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for deadline := time.Now().Add(10 * time.Second); len(left) == 0 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		left, _ = filepath.Glob(filepath.Join(base, "bwrapkit-doctor-*"))
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if len(left) == 0 {
+		t.Fatal("the doctor never made its directory")
+	}
+	if _, err := os.Stat(left[0]); err != nil {
+		t.Skipf("the doctor finished its cleanup before the kill: %v", err)
+	}
+	secret := filepath.Join(home, ".bwrapkit-doctor-secret-killed")
+	if err := os.WriteFile(secret, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(base, "bwrapkit-doctor-running")
+	if err := os.Mkdir(fresh, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	for _, path := range []string{left[0], secret} {
+		if err := os.Chtimes(path, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	healthyNewcomer(t, nil, []string{"HOME=" + home, newcomerPATH})
+	for path, want := range map[string]bool{left[0]: false, secret: false, fresh: true} {
+		if _, err := os.Lstat(path); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", path, err == nil, want)
 		}
 	}
 }

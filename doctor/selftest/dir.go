@@ -69,6 +69,7 @@ func MakeScene(candidates []Candidate, now time.Time) (*Scene, error) {
 	for _, candidate := range candidates {
 		scene, err := tryCandidate(candidate, now)
 		if err == nil {
+			scene.passedOver = failures
 			return scene, nil
 		}
 		failures = append(failures, fmt.Sprintf("%s: %v", candidate.Base, err))

@@ -34,14 +34,6 @@ type Env struct {
 	Homes []string
 }
 
-// probePath is the probe's executable, which the sandbox binds read-only at its path.
-func (e *Env) probePath() string {
-	if len(e.Probe.Argv) == 0 {
-		return ""
-	}
-	return e.Probe.Argv[0]
-}
-
 // ProbeRun is one run of the probe through sandbox.Run, the path every caller uses.
 type ProbeRun struct {
 	Name    string

@@ -19,6 +19,17 @@ type Scene struct {
 	gitConfig string
 	fdCanary  string // a file outside the workdir that fd-isolation holds open
 	token     string
+	// passedOver are the better places tried first, and why they failed.
+	passedOver []string
+}
+
+// Where says where the scene is, and which better places were passed over and why.
+func (f *Scene) Where() string {
+	where := "self-test directory: " + f.base
+	for _, failure := range f.passedOver {
+		where += "\npassed over: " + failure
+	}
+	return where
 }
 
 const gitConfigContent = "[core]\n\trepositoryformatversion = 0\n"

@@ -41,22 +41,14 @@ func SecretsHidden(ctx context.Context, env *Env, _ Launched) report.Check {
 	for _, secret := range secrets {
 		args = append(args, "read:"+secret.path)
 	}
-	homes := map[string]homeListing{}
 	for _, secret := range planted {
-		home := filepath.Dir(secret.path)
-		hostNames, _ := os.ReadDir(home)
-		listing := homeListing{bound: boundNames(home, scene.workdir, env.probePath())}
-		for _, entry := range hostNames {
-			listing.host = append(listing.host, entry.Name())
-		}
-		homes[home] = listing
-		args = append(args, "list:"+home)
+		args = append(args, "list:"+filepath.Dir(secret.path))
 	}
 	observation, err := Decode[probe.FSObservation](env.Run(ctx, ProbeRun{Name: "fs", Args: args}))
 	if err != nil {
 		return Failed("the read probe did not run", err)
 	}
-	check := secretsHiddenVerdict(observation.Ops, secrets, homes)
+	check := secretsHiddenVerdict(observation.Ops, secrets)
 	if len(notes) > 0 {
 		check.Detail = strings.TrimSpace(check.Detail + "\n" + strings.Join(notes, "\n"))
 	}
@@ -98,29 +90,11 @@ func writeNew(name, content string) error {
 	return err
 }
 
-// homeListing is what the host's home holds, and the names in it that lead to a path the
-// sandbox binds (those exist inside as empty parents).
-type homeListing struct {
-	host, bound []string
-}
-
-// boundNames are the first components below dir of the bound paths under it.
-func boundNames(dir string, bound ...string) []string {
-	var names []string
-	for _, path := range bound {
-		rel, err := filepath.Rel(dir, path)
-		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
-			continue
-		}
-		first, _, _ := strings.Cut(rel, "/")
-		names = append(names, first)
-	}
-	return names
-}
-
 // secretsHiddenVerdict: /etc/shadow and every planted secret were unreadable inside, and no
-// listing of a home showed a name of the host's beyond the parents of bound paths.
-func secretsHiddenVerdict(ops []probe.FileOp, secrets []plantedSecret, homes map[string]homeListing) report.Check {
+// listing of a home showed a planted secret's name. Only the planted names decide a listing:
+// they exist on the host alone, where other names (.cache as the parent of a bound workdir,
+// tmp under a home of /var) may exist inside and out without anything leaking.
+func secretsHiddenVerdict(ops []probe.FileOp, secrets []plantedSecret) report.Check {
 	var leaks, detail []string
 	reads := 0
 	for _, op := range ops {
@@ -137,16 +111,14 @@ func secretsHiddenVerdict(ops []probe.FileOp, secrets []plantedSecret, homes map
 			}
 			leaks = append(leaks, leak)
 		case "list":
-			listing := homes[op.Path]
 			var seen []string
-			for _, name := range op.Entries {
-				if slices.Contains(listing.host, name) && !slices.Contains(listing.bound, name) {
-					seen = append(seen, name)
+			for _, secret := range secrets {
+				if filepath.Dir(secret.path) == op.Path && slices.Contains(op.Entries, filepath.Base(secret.path)) {
+					seen = append(seen, filepath.Base(secret.path))
 				}
 			}
 			detail = append(detail, fmt.Sprintf("list %s: %s", op.Path, listingText(op)))
 			if len(seen) > 0 {
-				slices.Sort(seen)
 				leaks = append(leaks, fmt.Sprintf("%s lists the host's %s", op.Path, strings.Join(seen, ", ")))
 			}
 		}

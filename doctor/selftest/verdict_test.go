@@ -188,7 +188,6 @@ func TestSecretsHiddenVerdict(t *testing.T) {
 	const token = "t0k"
 	planted := plantedSecret{"/root/" + SecretPrefix + token, "bwrapkit doctor secret t0k\n"}
 	secrets := []plantedSecret{{"/s/home/secret", "canary t0k\n"}, planted}
-	homes := map[string]homeListing{"/root": {host: []string{".cache", ".bashrc", SecretPrefix + token}, bound: []string{".cache"}}}
 	unreadable := []probe.FileOp{
 		{Op: "read", Path: "/etc/shadow", Error: "no such file or directory"},
 		{Op: "read", Path: "/s/home/secret", Error: "no such file or directory"},
@@ -205,13 +204,14 @@ func TestSecretsHiddenVerdict(t *testing.T) {
 	}{
 		{"/root holds only the workdir's parents", with(probe.FileOp{Op: "list", Path: "/root", Entries: []string{".cache"}}), report.StatusOK, "planted in /root"},
 		{"/root does not exist inside", with(probe.FileOp{Op: "list", Path: "/root", Error: "no such file or directory"}), report.StatusOK, ""},
-		{"/root is the host's", with(probe.FileOp{Op: "list", Path: "/root", Entries: []string{".cache", ".bashrc", SecretPrefix + token}}), report.StatusFail, ".bashrc, " + SecretPrefix + token},
+		{"/root is the host's", with(probe.FileOp{Op: "list", Path: "/root", Entries: []string{".cache", ".bashrc", SecretPrefix + token}}), report.StatusFail, "/root lists the host's " + SecretPrefix + token},
+		{"a home of / shows the sandbox's own root", with(probe.FileOp{Op: "list", Path: "/", Entries: []string{"usr", "etc", "proc", "tmp"}}), report.StatusOK, ""},
 		{"the planted secret is read", append(unreadable[:2:2], probe.FileOp{Op: "read", Path: planted.path, Content: planted.content}), report.StatusFail, "the planted secret's content"},
 		{"/etc/shadow is read", append([]probe.FileOp{{Op: "read", Path: "/etc/shadow", Content: "root:*:"}}, unreadable[1:]...), report.StatusFail, "/etc/shadow"},
 		{"nothing reported", nil, report.StatusFail, "no reads"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := secretsHiddenVerdict(tc.ops, secrets, homes)
+			c := secretsHiddenVerdict(tc.ops, secrets)
 			if c.Status != tc.status || !strings.Contains(c.Summary, tc.says) {
 				t.Errorf("%s %q, want %s saying %q\n%s", c.Status, c.Summary, tc.status, tc.says, c.Detail)
 			}

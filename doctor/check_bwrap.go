@@ -119,6 +119,8 @@ func permissionsVerdict(path string, binary binaryFacts, sudo string) report.Che
 
 func (s *session) checkVersion(ctx context.Context) report.Check {
 	path := s.bwrapPath()
+	// The package query and bwrap's own --help and --version run side by side.
+	go s.owner.get()
 	features, err := s.features()
 	if err != nil {
 		return report.Check{Status: report.StatusFail, Summary: path + " does not answer --help and --version like bwrap: " + err.Error(),

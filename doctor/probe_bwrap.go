@@ -29,8 +29,16 @@ func probeBwrap(path string) probedBwrap {
 	if path == "" {
 		return probedBwrap{err: fmt.Errorf("no bwrap located")}
 	}
+	// Side by side: two short-lived processes, so the wall time is one.
+	var version string
+	var versionErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		version, versionErr = bwrapOutput(path, "--version")
+	}()
 	help, helpErr := bwrapOutput(path, "--help")
-	version, versionErr := bwrapOutput(path, "--version")
+	<-done
 	probed := probedBwrap{help: help}
 	switch {
 	case helpErr != nil && help == "":

@@ -74,7 +74,11 @@ func Owner(ctx context.Context, path string, lookPath func(string) (string, erro
 		for _, candidate := range aliases(path) {
 			if m.listed != nil {
 				if name, ok := m.listed(candidate); ok {
-					return withVersion(ctx, run, tool, m, Package{Manager: m.name, Name: name}, candidate)
+					pkg := Package{Manager: m.name, Name: name}
+					if version, ok := dpkgStatusVersion(dpkgStatusFile, name); ok {
+						pkg.Version = version
+					}
+					return withVersion(ctx, run, tool, m, pkg, candidate)
 				}
 			}
 			out, err := run(ctx, tool, m.owner(candidate)...)
@@ -116,6 +120,39 @@ func withVersion(ctx context.Context, run Runner, tool string, m manager, pkg Pa
 
 // dpkgInfoDir holds dpkg's per-package file lists (<package>[:<arch>].list).
 const dpkgInfoDir = "/var/lib/dpkg/info"
+
+// dpkgStatusFile is dpkg's record of the installed packages and their versions.
+const dpkgStatusFile = "/var/lib/dpkg/status"
+
+// dpkgStatusVersion reads an installed package's version from dpkg's status file, the record
+// `dpkg-query -W` reads, without the 5 ms of CPU that loading its whole database costs.
+func dpkgStatusVersion(statusFile, name string) (string, bool) {
+	data, err := os.ReadFile(statusFile)
+	if err != nil {
+		return "", false
+	}
+	text := "\n" + string(data)
+	for rest := text; ; {
+		at := strings.Index(rest, "\nPackage: "+name+"\n")
+		if at < 0 {
+			return "", false
+		}
+		paragraph := rest[at+1:]
+		if end := strings.Index(paragraph, "\n\n"); end >= 0 {
+			paragraph = paragraph[:end]
+		}
+		rest = rest[at+1:]
+		fields := map[string]string{}
+		for _, line := range strings.Split(paragraph, "\n") {
+			if key, value, ok := strings.Cut(line, ": "); ok && !strings.HasPrefix(line, " ") {
+				fields[key] = strings.TrimSpace(value)
+			}
+		}
+		if strings.HasSuffix(fields["Status"], " installed") && validVersion(fields["Version"]) {
+			return fields["Version"], true
+		}
+	}
+}
 
 // bwrapPackages are the names distributions ship bwrap in.
 func bwrapPackages() []string { return []string{"bubblewrap"} }

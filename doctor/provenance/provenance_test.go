@@ -144,3 +144,21 @@ func TestDpkgListed(t *testing.T) {
 		}
 	}
 }
+
+func TestDpkgStatusVersion(t *testing.T) {
+	status := filepath.Join(t.TempDir(), "status")
+	text := "Package: other\nStatus: install ok installed\nVersion: 9\n\n" +
+		"Package: bubblewrap\nStatus: install ok installed\nArchitecture: amd64\nVersion: 0.8.0-2+deb12u1\nDescription: x\n Version: 666\n\n" +
+		"Package: removed\nStatus: deinstall ok config-files\nVersion: 1.0\n"
+	if err := os.WriteFile(status, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if version, ok := dpkgStatusVersion(status, "bubblewrap"); !ok || version != "0.8.0-2+deb12u1" {
+		t.Errorf("bubblewrap: %q %v", version, ok)
+	}
+	for _, name := range []string{"removed", "absent"} {
+		if version, ok := dpkgStatusVersion(status, name); ok {
+			t.Errorf("%s: %q", name, version)
+		}
+	}
+}

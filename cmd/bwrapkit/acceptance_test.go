@@ -125,6 +125,12 @@ func TestAcceptanceNobodyWithoutHome(t *testing.T) {
 	}
 }
 
+// TestAcceptanceHomeUnset: no HOME at all (a service started with a bare environment).
+func TestAcceptanceHomeUnset(t *testing.T) {
+	requireLive(t)
+	healthyNewcomer(t, nil, []string{newcomerPATH})
+}
+
 // TestAcceptanceReadOnlyHome: a home the caller cannot write (a read-only bind as root, mode
 // 0555 otherwise) is left untouched and the doctor works from elsewhere.
 func TestAcceptanceReadOnlyHome(t *testing.T) {

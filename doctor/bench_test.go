@@ -27,10 +27,10 @@ func BenchmarkDoctor(b *testing.B) {
 		launch = exec.Command(launch.Path, launch.Args[1:]...)
 
 		began = time.Now()
-		report, err := Run(context.Background(), cfg)
+		got, err := Run(context.Background(), cfg)
 		doctorTime += time.Since(began)
-		if err != nil || !report.Healthy() {
-			b.Fatalf("unhealthy: %v\n%s", err, dump(report))
+		if err != nil || !got.Healthy() {
+			b.Fatalf("unhealthy: %v\n%s", err, dump(got))
 		}
 	}
 	b.ReportMetric(float64(doctorTime)/float64(launchTime), "launches/doctor")

@@ -4,23 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
-	"time"
 
+	"github.com/bwrapkit/bwrapkit/doctor/diagnose"
+	"github.com/bwrapkit/bwrapkit/doctor/provenance"
+	"github.com/bwrapkit/bwrapkit/doctor/remedy"
+	"github.com/bwrapkit/bwrapkit/doctor/report"
 	"github.com/bwrapkit/bwrapkit/locate"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
-func (s *session) checkFound(context.Context) Check {
+func (s *session) checkFound(context.Context) report.Check {
 	located := s.located.get()
 	found, err := located.result, located.err
 	if err != nil {
-		check := Check{Status: StatusFail, Summary: err.Error(), Detail: candidatesDetail(found.Candidates),
+		check := report.Check{Status: report.StatusFail, Summary: err.Error(), Detail: candidatesDetail(found.Candidates),
 			Remedy: locate.Remedy(err)}
 		var explicit *locate.ExplicitError
 		if !errors.As(err, &explicit) {
-			check.Fix = &Fix{Kind: FixInstall, Commands: []string{"bwrapkit install"}}
+			check.Fix = remedy.InstallFix("")
 		}
 		return check
 	}
@@ -28,7 +30,7 @@ func (s *session) checkFound(context.Context) Check {
 	if shadowed := shadowedBy(found); len(shadowed) > 0 {
 		summary += fmt.Sprintf("; it shadows %s", strings.Join(shadowed, ", "))
 	}
-	return Check{Status: StatusOK, Summary: summary, Detail: candidatesDetail(found.Candidates)}
+	return report.Check{Status: report.StatusOK, Summary: summary, Detail: candidatesDetail(found.Candidates)}
 }
 
 func sourceText(source locate.Source) string {
@@ -72,17 +74,17 @@ func candidatesDetail(candidates []locate.Candidate) string {
 	return strings.Join(lines, "\n")
 }
 
-func (s *session) checkPermissions(context.Context) Check {
+func (s *session) checkPermissions(context.Context) report.Check {
 	path := s.bwrapPath()
 	binary := s.binary.get()
 	if binary.Err != nil {
-		return Check{Status: StatusFail, Summary: "cannot inspect " + path + ": " + binary.Err.Error()}
+		return report.Check{Status: report.StatusFail, Summary: "cannot inspect " + path + ": " + binary.Err.Error()}
 	}
-	return permissionsVerdict(path, binary, s.facts().sudo())
+	return permissionsVerdict(path, binary, s.facts().Sudo())
 }
 
 // permissionsVerdict decides over the binary's mode, ownership and linkage.
-func permissionsVerdict(path string, binary binaryFacts, sudo string) Check {
+func permissionsVerdict(path string, binary binaryFacts, sudo string) report.Check {
 	linkage := "dynamically linked"
 	if binary.Static {
 		linkage = "statically linked"
@@ -98,59 +100,107 @@ func permissionsVerdict(path string, binary binaryFacts, sudo string) Check {
 	var problems, remedies []string
 	if writers := ReplaceableBy(binary.Entries); len(writers) > 0 {
 		problems = append(problems, "anyone who can replace the binary owns the sandbox: "+strings.Join(writers, "; "))
-		remedies = append(remedies, "make "+path+" and every directory above it writable by root (or its owner) only, e.g. "+sudo+"chmod go-w "+shellQuote(path))
+		remedies = append(remedies, "make "+path+" and every directory above it writable by root (or its owner) only, e.g. "+sudo+"chmod go-w "+remedy.Quote(path))
 	}
 	if binary.Setuid {
 		problems = append(problems, "it is setuid root, so every bwrap bug is a root exploit (CVE-2020-5291, CVE-2026-41163)")
-		remedies = append(remedies, "where unprivileged user namespaces work (see userns), remove the bit: "+sudo+"chmod u-s "+shellQuote(path))
+		remedies = append(remedies, "where unprivileged user namespaces work (see userns), remove the bit: "+remedy.RemoveSetuidCommand(sudo, path))
 	}
 	if len(problems) > 0 {
-		check := Check{Status: StatusWarn, Summary: strings.Join(problems, "; "), Detail: strings.Join(detail, "\n"),
+		check := report.Check{Status: report.StatusWarn, Summary: strings.Join(problems, "; "), Detail: strings.Join(detail, "\n"),
 			Remedy: strings.Join(remedies, "\n")}
 		if binary.Setuid {
-			check.Fix = &Fix{Kind: FixRemoveSetuid, Bwrap: path, Commands: []string{sudo + "chmod u-s " + shellQuote(path)}}
+			check.Fix = remedy.RemoveSetuidFix(sudo, path)
 		}
 		return check
 	}
-	return Check{Status: StatusOK, Summary: "not setuid, writable by root or its owner only, " + linkage, Detail: strings.Join(detail, "\n")}
+	return report.Check{Status: report.StatusOK, Summary: "not setuid, writable by root or its owner only, " + linkage, Detail: strings.Join(detail, "\n")}
 }
 
-func (s *session) checkVersion(ctx context.Context) Check {
+func (s *session) checkVersion(ctx context.Context) report.Check {
 	path := s.bwrapPath()
-	features, err := s.features(ctx)
+	// The package query and bwrap's own --help and --version run side by side.
+	go s.owner.get()
+	features, err := s.features()
 	if err != nil {
-		return Check{Status: StatusFail, Summary: path + " does not answer --help and --version like bwrap: " + err.Error(),
-			Remedy: installRemedy, Fix: &Fix{Kind: FixInstall, Bwrap: path, Commands: []string{"bwrapkit install"}}}
+		return report.Check{Status: report.StatusFail, Summary: path + " does not answer --help and --version like bwrap: " + err.Error(),
+			Remedy: diagnose.InstallRemedy, Fix: remedy.InstallFix(path)}
 	}
-	s.mu.Lock()
-	s.probed = features
-	s.mu.Unlock()
-	return versionVerdict(features.Build)
+	owner := s.owner.get()
+	return versionVerdict(features.Build, owner.pkg, owner.err)
 }
 
-// versionVerdict decides over `bwrap --version`.
-func versionVerdict(build string) Check {
+// owned is the package that owns the bwrap in use, or why that is not known.
+type owned struct {
+	pkg *provenance.Package
+	err error
+}
+
+func queryOwner(path string) owned {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*provenance.QueryTimeout)
+	defer cancel()
+	pkg, err := provenance.Owner(ctx, path, provenance.SystemLookPath, provenance.Run)
+	if err != nil {
+		return owned{err: err}
+	}
+	return owned{pkg: &pkg}
+}
+
+// versionVerdict decides over `bwrap --version` and the package that owns the binary (nil,
+// with ownerErr saying why: none does, or the query failed).
+func versionVerdict(build string, pkg *provenance.Package, ownerErr error) report.Check {
 	detail := fmt.Sprintf("--version: %q", build)
+	var notOwned *provenance.NotOwnedError
+	switch {
+	case pkg != nil:
+		detail += "\npackage: " + pkg.String()
+	case errors.As(ownerErr, &notOwned):
+		detail += "\npackage: none (" + ownerErr.Error() + ")"
+	case ownerErr != nil:
+		detail += "\npackage: could not be read: " + ownerErr.Error()
+	}
 	version, ok := ParseVersion(build)
 	if !ok {
-		return Check{Status: StatusWarn, Summary: fmt.Sprintf("version unknown: --version prints %q", firstLine(build)), Detail: detail,
-			Remedy: "a custom build cannot be matched against bubblewrap's security fixes; for a known one, run `bwrapkit install`"}
+		return report.Check{Status: report.StatusWarn, Summary: fmt.Sprintf("version unknown: --version prints %q", firstLine(build)), Detail: detail,
+			Remedy: "a custom build cannot be matched against bubblewrap's security fixes; for a known one, run `bwrapkit install`",
+			Fix:    remedy.InstallFix("")}
+	}
+	named := "bubblewrap " + version.String()
+	if pkg != nil {
+		named += " (package " + pkg.Name + " " + pkg.Version + ", " + pkg.Manager + ")"
 	}
 	unfixed := Unfixed(version)
 	if len(unfixed) == 0 {
-		return Check{Status: StatusOK, Summary: "bubblewrap " + version.String(), Detail: detail}
+		return report.Check{Status: report.StatusOK, Summary: named, Detail: detail}
 	}
 	var cves []string
 	for _, advisory := range unfixed {
 		cves = append(cves, advisory.CVE)
 		detail += fmt.Sprintf("\n%s: %s (fixed in %s)", advisory.CVE, advisory.What, advisory.FixedIn)
 	}
-	return Check{Status: StatusWarn,
-		Summary: fmt.Sprintf("bubblewrap %s predates %s: %s, unless your distribution backported the fixes", version, SafeVersion, strings.Join(cves, ", ")),
+	check := report.Check{Status: report.StatusWarn,
+		Summary: fmt.Sprintf("%s predates %s: %s, unless your distribution backported the fixes", named, SafeVersion, strings.Join(cves, ", ")),
 		Detail:  detail,
-		Remedy: "distributions backport fixes without changing the version (Debian 12 ships 0.8.0-2+deb12u1): " +
-			"check your distribution's security tracker for bubblewrap, or run `bwrapkit install` for " + SafeVersion,
-		Fix: &Fix{Kind: FixInstall, Commands: []string{"bwrapkit install"}}}
+		Fix:     remedy.InstallFix("")}
+	install := "run `bwrapkit install` for " + SafeVersion
+	advice, command := "", ""
+	if pkg != nil {
+		advice, command = remedy.BackportCheck(pkg.Manager, pkg.Name, pkg.Version, cves)
+	}
+	switch {
+	case advice != "":
+		check.Remedy = "distributions backport fixes without changing the version; " + pkg.Name + " " + pkg.Version + " is " + advice + "; or " + install
+	case errors.As(ownerErr, &notOwned):
+		check.Remedy = "this bwrap belongs to no distribution package, so nothing was backported into it: " + install
+	default:
+		check.Remedy = "distributions backport fixes without changing the version (Debian 12 ships 0.8.0-2+deb12u1): " +
+			"check your distribution's security tracker for bubblewrap, or " + install
+	}
+	if command != "" {
+		check.RemedyCommands = []string{command}
+	}
+	check.RemedyCommands = append(check.RemedyCommands, remedy.InstallCommand)
+	return check
 }
 
 func firstLine(text string) string {
@@ -158,51 +208,39 @@ func firstLine(text string) string {
 	return line
 }
 
-func (s *session) checkFeatures(ctx context.Context) Check {
+func (s *session) checkFeatures(ctx context.Context) report.Check {
 	path := s.bwrapPath()
-	features, err := s.features(ctx)
+	features, err := s.features()
 	if err != nil {
-		return Check{Status: StatusFail, Summary: err.Error(), Remedy: installRemedy}
+		return report.Check{Status: report.StatusFail, Summary: err.Error(), Remedy: diagnose.InstallRemedy}
 	}
-	if len(features.Missing()) == len(sandbox.Required()) {
+	if diagnose.NotBwrap(features.Missing()) {
 		// Nothing like bwrap's --help: its own words say why (a setuid refusal, say).
 		facts := s.facts()
-		facts.Reason, facts.Missing, facts.Stderr = sandbox.ReasonUnsupported, features.Missing(), helpText(ctx, path)
-		diagnosis := Diagnose(facts)
-		return Check{Status: StatusFail, Summary: diagnosis.Summary, Detail: strings.Join(diagnosis.Evidence, "\n"),
-			Remedy: diagnosis.Remedy, Fix: diagnosis.Fix}
+		facts.Reason, facts.Missing, facts.Stderr = sandbox.ReasonUnsupported, features.Missing(), s.bwrap.get().help
+		diagnosis := diagnose.Diagnose(facts)
+		return report.Check{Status: report.StatusFail, Summary: diagnosis.Summary, Detail: strings.Join(diagnosis.Evidence, "\n"),
+			Remedy: diagnosis.Remedy, Fix: diagnosis.Fix, RemedyCommands: diagnosis.RemedyCommands()}
 	}
 	return featuresVerdict(path, features)
 }
 
-// helpText is what `bwrap --help` prints, bounded in time and size.
-func helpText(ctx context.Context, path string) string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	var out limitedBuffer
-	cmd := exec.CommandContext(ctx, path, "--help")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = time.Second
-	_ = cmd.Run()
-	return out.String()
-}
-
 // featuresVerdict decides over the options --help lists.
-func featuresVerdict(path string, features sandbox.Features) Check {
+func featuresVerdict(path string, features sandbox.Features) report.Check {
 	detail := fmt.Sprintf("--help lists %d options", len(features.Options))
-	install := &Fix{Kind: FixInstall, Bwrap: path, Commands: []string{"bwrapkit install"}}
+	install := remedy.InstallFix(path)
 	missing := features.Missing()
 	switch {
-	case len(missing) == len(sandbox.Required()):
-		return Check{Status: StatusFail, Summary: path + " does not behave like bwrap: its --help lists none of the options the boundary needs",
-			Detail: detail, Remedy: installRemedy, Fix: install}
+	case diagnose.NotBwrap(missing):
+		return report.Check{Status: report.StatusFail, Summary: path + " does not behave like bwrap: its --help lists none of the options the boundary needs",
+			Detail: detail, Remedy: diagnose.InstallRemedy, Fix: install}
 	case len(missing) > 0:
-		return Check{Status: StatusFail, Summary: path + " lacks options the boundary needs: --" + strings.Join(missing, ", --"),
-			Detail: detail, Remedy: installRemedy, Fix: install}
+		return report.Check{Status: report.StatusFail, Summary: path + " lacks options the boundary needs: --" + strings.Join(missing, ", --"),
+			Detail: detail, Remedy: diagnose.InstallRemedy, Fix: install}
 	case !features.Has("disable-userns"):
-		return Check{Status: StatusWarn,
+		return report.Check{Status: report.StatusWarn,
 			Summary: "no --disable-userns (bubblewrap 0.8.0+): code inside can create nested user namespaces, a usual first step of kernel exploits",
-			Detail:  detail, Remedy: installRemedy, Fix: install}
+			Detail:  detail, Remedy: diagnose.InstallRemedy, Fix: install}
 	}
-	return Check{Status: StatusOK, Summary: "every option the boundary needs, and --disable-userns", Detail: detail}
+	return report.Check{Status: report.StatusOK, Summary: "every option the boundary needs, and --disable-userns", Detail: detail}
 }

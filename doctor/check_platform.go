@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bwrapkit/bwrapkit/doctor/diagnose"
+	"github.com/bwrapkit/bwrapkit/doctor/report"
 	"github.com/bwrapkit/bwrapkit/platform"
 )
 
-func (s *session) checkPlatform(context.Context) Check {
+func (s *session) checkPlatform(context.Context) report.Check {
 	host := s.host.get()
 	summary := host.OS + "/" + host.Arch
 	if host.Kernel != "" {
@@ -22,24 +24,24 @@ func (s *session) checkPlatform(context.Context) Check {
 	}
 	detail := platformDetail(host)
 	if _, unsupported := host.Unsupported(); unsupported {
-		diagnosis := Diagnose(s.facts())
-		return Check{Status: StatusFail, Summary: diagnosis.Summary, Detail: detail, Remedy: diagnosis.Remedy}
+		diagnosis := diagnose.Diagnose(s.facts())
+		return report.Check{Status: report.StatusFail, Summary: diagnosis.Summary, Detail: detail, Remedy: diagnosis.Remedy, RemedyCommands: diagnosis.RemedyCommands()}
 	}
 	if len(host.Problems) > 0 {
-		return Check{Status: StatusWarn, Summary: summary + "; some host facts could not be read",
+		return report.Check{Status: report.StatusWarn, Summary: summary + "; some host facts could not be read",
 			Detail: detail + "\n" + strings.Join(host.Problems, "\n"),
 			Remedy: "the diagnosis below may miss a cause; the files listed in the detail (-v) were unreadable"}
 	}
-	return Check{Status: StatusOK, Summary: summary, Detail: detail}
+	return report.Check{Status: report.StatusOK, Summary: summary, Detail: detail}
 }
 
 func platformDetail(host platform.Host) string {
 	lines := []string{
 		"kind: " + host.Kind,
-		"kernel.unprivileged_userns_clone: " + knobText(host.UnprivilegedUsernsClone),
-		"user.max_user_namespaces: " + knobText(host.MaxUserNamespaces),
-		"user_namespace.enable: " + knobText(host.UsernsModuleEnable),
-		"kernel.apparmor_restrict_unprivileged_userns: " + knobText(host.AppArmorRestrictUserns),
+		"kernel.unprivileged_userns_clone: " + diagnose.KnobText(host.UnprivilegedUsernsClone),
+		"user.max_user_namespaces: " + diagnose.KnobText(host.MaxUserNamespaces),
+		"user_namespace.enable: " + diagnose.KnobText(host.UsernsModuleEnable),
+		"kernel.apparmor_restrict_unprivileged_userns: " + diagnose.KnobText(host.AppArmorRestrictUserns),
 		fmt.Sprintf("AppArmor: %v, SELinux: %s", host.AppArmorEnabled, orUnknown(host.SELinux)),
 		fmt.Sprintf("seccomp mode %d, no_new_privs %v, CAP_SYS_ADMIN %v, initial user namespace %v",
 			host.Seccomp, host.NoNewPrivs, host.CapSysAdmin, host.InitialUserNamespace),

@@ -3,10 +3,10 @@ package doctor
 import (
 	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/locate"
 )
 
@@ -22,24 +22,16 @@ type Config struct {
 	Environ      []string
 	GOOS, GOARCH string
 	// Probe is how to run the self-test probe inside the sandbox.
-	Probe ProbeCommand
+	Probe probe.Command
 	// Checks limits the run to these ids and what they need; empty runs every check.
 	Checks []string
-	// TempDir is where the self-tests' workdir and home are made; default selfTestBase().
+	// TempDir is where the self-tests' directory is made; empty tries selftest.Candidates
+	// of the caller's environment (the user's cache, then $TMPDIR, /var/tmp, /tmp).
 	TempDir     string
 	ToolVersion string
 	// Parallel bounds how many checks run at once; default 2*GOMAXPROCS, at least 4.
 	Parallel int
 	Now      func() time.Time
-}
-
-// ProbeCommand is the argv prefix that runs the probe (RunProbe) as a program: bwrapkit's
-// hidden subcommand, or a test binary that dispatches on an environment variable. The
-// doctor appends the probe's name and arguments. Command[0] must be an absolute path; it
-// is bound read-only into the sandbox at that path.
-type ProbeCommand struct {
-	Command []string
-	Env     []string // NAME=VALUE set inside the sandbox (and for the userns probe)
 }
 
 func (c Config) withDefaults() Config {
@@ -58,9 +50,6 @@ func (c Config) withDefaults() Config {
 	if c.GOOS == "" {
 		c.GOOS, c.GOARCH = runtime.GOOS, runtime.GOARCH
 	}
-	if c.TempDir == "" {
-		c.TempDir = selfTestBase()
-	}
 	if c.Parallel <= 0 {
 		c.Parallel = max(4, 2*runtime.GOMAXPROCS(0))
 	}
@@ -68,18 +57,4 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	return c
-}
-
-// selfTestBase is where the self-tests make their directory: the user's cache directory
-// rather than $TMPDIR where it can be made. The sandbox mounts private tmpfs on /tmp,
-// /var/tmp and /run, so a workdir below them has writable (if private) parents, and
-// outside-write could only prove that the host is unchanged, not that the write failed.
-func selfTestBase() string {
-	if cache, err := os.UserCacheDir(); err == nil {
-		base := filepath.Join(cache, "bwrapkit", "selftest")
-		if os.MkdirAll(base, 0o700) == nil {
-			return base
-		}
-	}
-	return os.TempDir()
 }

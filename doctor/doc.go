@@ -1,5 +1,5 @@
 // Package doctor says whether this host can sandbox with bwrap, why not, and what to do:
-// checks with dependencies run concurrently, live self-tests prove the boundary's effects on
-// the host, and the report renders as text, JSON (bwrapkit.doctor/v1) or Prometheus metrics.
-// PlanFixes decides which remedies `doctor --fix` may apply; a Fixer applies them.
+// it owns the checks and their runner (Run, Spec, the check list); the vocabulary, the
+// diagnosis, the remedies, the self-tests, the probe, the renderers and --fix are its
+// subpackages (see README.md for the map).
 package doctor

@@ -6,30 +6,32 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/doctor/selftest"
 )
 
-// ids lists every check in the order reports print them.
-var ids = []string{
-	"platform", "bwrap.found", "bwrap.permissions", "bwrap.version", "bwrap.features", "userns", "launch",
-	"selftest.launch-proof", "selftest.workdir-write", "selftest.outside-write", "selftest.git-readonly",
-	"selftest.env-clear", "selftest.fd-isolation", "selftest.secrets-hidden", "selftest.network",
-	"selftest.proc-isolation", "selftest.capabilities", "selftest.timeout-kill", "selftest.nested-userns",
-}
+// factIDs are the checks before the self-tests, in report order.
+var factIDs = [...]string{"platform", "bwrap.found", "bwrap.permissions", "bwrap.version", "bwrap.features", "userns", "launch"}
 
 // IDs returns every check id, in report order.
-func IDs() []string { return slices.Clone(ids) }
+func IDs() []string {
+	ids := slices.Clone(factIDs[:])
+	for _, test := range selftest.Tests() {
+		ids = append(ids, test.ID)
+	}
+	return ids
+}
 
 const (
 	factTimeout        = 10 * time.Second // a few stat calls and two bwrap probes of 5s each at most
-	launchCheckTimeout = 20 * time.Second // launchBound for bwrap, plus the probe
-	selftestTimeout    = 20 * time.Second
-	killTimeout        = 30 * time.Second // three attempts, the longest of 5s, plus teardown
+	launchCheckTimeout = 20 * time.Second // the launch bound for bwrap, plus the probe
 )
 
-// specs wires every check to the session, with what it needs.
+// specs wires every check to the session, with what it needs: the facts, then the launch,
+// then every self-test after the launch.
 func (s *session) specs() []Spec {
-	launch := []string{"launch"}
-	return []Spec{
+	specs := []Spec{
 		{ID: "platform", Timeout: factTimeout, Run: s.checkPlatform},
 		{ID: "bwrap.found", Needs: []string{"platform"}, Timeout: factTimeout, Run: s.checkFound},
 		{ID: "bwrap.permissions", Needs: []string{"bwrap.found"}, Timeout: factTimeout, Run: s.checkPermissions},
@@ -37,19 +39,11 @@ func (s *session) specs() []Spec {
 		{ID: "bwrap.features", Needs: []string{"bwrap.version"}, Timeout: factTimeout, Run: s.checkFeatures},
 		{ID: "userns", Needs: []string{"platform"}, Timeout: factTimeout, Run: s.checkUserns},
 		{ID: "launch", Needs: []string{"bwrap.features"}, Timeout: launchCheckTimeout, Run: s.checkLaunch},
-		{ID: "selftest.launch-proof", Needs: launch, Timeout: selftestTimeout, Run: s.checkLaunchProof},
-		{ID: "selftest.workdir-write", Needs: launch, Timeout: selftestTimeout, Run: s.checkWorkdirWrite},
-		{ID: "selftest.outside-write", Needs: launch, Timeout: selftestTimeout, Run: s.checkOutsideWrite},
-		{ID: "selftest.git-readonly", Needs: launch, Timeout: selftestTimeout, Run: s.checkGitReadonly},
-		{ID: "selftest.env-clear", Needs: launch, Timeout: selftestTimeout, Run: s.checkEnvClear},
-		{ID: "selftest.fd-isolation", Needs: launch, Timeout: selftestTimeout, Run: s.checkFDIsolation},
-		{ID: "selftest.secrets-hidden", Needs: launch, Timeout: selftestTimeout, Run: s.checkSecretsHidden},
-		{ID: "selftest.network", Needs: launch, Timeout: selftestTimeout, Run: s.checkNetwork},
-		{ID: "selftest.proc-isolation", Needs: launch, Timeout: selftestTimeout, Run: s.checkProcIsolation},
-		{ID: "selftest.capabilities", Needs: launch, Timeout: selftestTimeout, Run: s.checkCapabilities},
-		{ID: "selftest.timeout-kill", Needs: launch, Timeout: killTimeout, Run: s.checkTimeoutKill},
-		{ID: "selftest.nested-userns", Needs: launch, Timeout: selftestTimeout, Run: s.checkNestedUserns},
 	}
+	for _, test := range selftest.Tests() {
+		specs = append(specs, Spec{ID: test.ID, Needs: []string{"launch"}, Timeout: test.Timeout, Run: s.selftest(test)})
+	}
+	return specs
 }
 
 // UnknownCheckError is a --check id that names no check.
@@ -58,7 +52,7 @@ type UnknownCheckError struct {
 }
 
 func (e *UnknownCheckError) Error() string {
-	return fmt.Sprintf("unknown check %q (known: %s)", e.ID, strings.Join(ids, ", "))
+	return fmt.Sprintf("unknown check %q (known: %s)", e.ID, strings.Join(IDs(), ", "))
 }
 
 // selectSpecs keeps the wanted checks and everything they need, in the original order.
@@ -105,12 +99,12 @@ func selectSpecs(specs []Spec, wanted []string) ([]Spec, error) {
 // Run runs the checks cfg selects and reports. The only error is a bad configuration (an
 // *UnknownCheckError); everything the host does wrong is in the report. The self-tests'
 // temporary files are gone when Run returns.
-func Run(ctx context.Context, cfg Config) (Report, error) {
+func Run(ctx context.Context, cfg Config) (report.Report, error) {
 	cfg = cfg.withDefaults()
 	s := newSession(cfg)
 	specs, err := selectSpecs(s.specs(), cfg.Checks)
 	if err != nil {
-		return Report{}, err
+		return report.Report{}, err
 	}
 	began := cfg.Now()
 	checks := runAll(ctx, specs, cfg.Parallel)

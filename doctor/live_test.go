@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bwrapkit/bwrapkit/doctor/remedy"
+	"github.com/bwrapkit/bwrapkit/doctor/report"
 	"github.com/bwrapkit/bwrapkit/locate"
 )
 
@@ -29,22 +31,22 @@ func TestDoctorHealthy(t *testing.T) {
 				path = cachedBwrap(t, map[string]string{"static-0.12.0": "bwrap-0.12.0", "codex": "bwrap-codex"}[bwrap.name])
 			}
 			cfg := liveConfig(t, path)
-			report, err := Run(context.Background(), cfg)
+			got, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(report.Checks) != len(IDs()) {
-				t.Fatalf("got %d checks, want %d", len(report.Checks), len(IDs()))
+			if len(got.Checks) != len(IDs()) {
+				t.Fatalf("got %d checks, want %d", len(got.Checks), len(IDs()))
 			}
-			for _, check := range report.Checks {
+			for _, check := range got.Checks {
 				// An old or custom version warns by design; everything else must pass.
-				allowed := check.Status == StatusOK || check.ID == "bwrap.version" && check.Status == StatusWarn
+				allowed := check.Status == report.StatusOK || check.ID == "bwrap.version" && check.Status == report.StatusWarn
 				if !allowed {
 					t.Errorf("%s: %s: %s\n%s", check.ID, check.Status, check.Summary, check.Detail)
 				}
 			}
-			if !report.Healthy() || report.Bwrap.Path != path {
-				t.Errorf("report: status %s, bwrap %+v", report.Status, report.Bwrap)
+			if !got.Healthy() || got.Bwrap.Path != path {
+				t.Errorf("report: status %s, bwrap %+v", got.Status, got.Bwrap)
 			}
 			leftovers, _ := filepath.Glob(filepath.Join(cfg.TempDir, "bwrapkit-doctor-*"))
 			if len(leftovers) > 0 {
@@ -66,13 +68,13 @@ func TestDoctorReportsBwrapIdentity(t *testing.T) {
 			path := cachedBwrap(t, tc.file)
 			cfg := liveConfig(t, path)
 			cfg.Checks = []string{"bwrap.permissions", "bwrap.version"}
-			report, err := Run(context.Background(), cfg)
+			got, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := BwrapInfo{Path: path, Source: "flag", Version: tc.version, Build: tc.build, Static: tc.static}
-			if report.Bwrap != want {
-				t.Errorf("bwrap = %+v, want %+v", report.Bwrap, want)
+			want := report.BwrapInfo{Path: path, Source: "flag", Version: tc.version, Build: tc.build, Static: tc.static}
+			if got.Bwrap != want {
+				t.Errorf("bwrap = %+v, want %+v", got.Bwrap, want)
 			}
 		})
 	}
@@ -124,18 +126,21 @@ func TestDoctorWithoutBwrap(t *testing.T) {
 	systemBwrap(t)
 	cfg := liveConfig(t, "")
 	cfg.Query = locate.Query{PATH: t.TempDir(), Home: t.TempDir()}
-	report, err := Run(context.Background(), cfg)
+	got, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := checkByID(t, report, "bwrap.found")
-	if report.Healthy() || found.Status != StatusFail || !strings.Contains(found.Remedy, "bwrapkit install") {
-		t.Fatalf("want a failing bwrap.found naming `bwrapkit install`:\n%s", dump(report))
+	found := checkByID(t, got, "bwrap.found")
+	if got.Healthy() || found.Status != report.StatusFail || !strings.Contains(found.Remedy, "bwrapkit install") {
+		t.Fatalf("want a failing bwrap.found naming `bwrapkit install`:\n%s", dump(got))
 	}
-	if found.Fix == nil || found.Fix.Kind != FixInstall {
+	if found.Fix == nil || found.Fix.Kind != remedy.Install {
 		t.Errorf("fix = %+v, want install", found.Fix)
 	}
-	if launch := checkByID(t, report, "launch"); launch.Status != StatusSkip || !strings.Contains(launch.Summary, "bwrap.found failed") {
+	if strings.Join(found.RemedyCommands, "\n") != "bwrapkit install" {
+		t.Errorf("remedy commands = %q, want the install", found.RemedyCommands)
+	}
+	if launch := checkByID(t, got, "launch"); launch.Status != report.StatusSkip || !strings.Contains(launch.Summary, "bwrap.found failed") {
 		t.Errorf("launch: %s %q", launch.Status, launch.Summary)
 	}
 }
@@ -144,21 +149,21 @@ func TestDoctorImpostorBwrap(t *testing.T) {
 	systemBwrap(t)
 	for _, impostor := range []string{"/bin/true", "/bin/false"} {
 		t.Run(impostor, func(t *testing.T) {
-			report, err := Run(context.Background(), liveConfig(t, impostor))
+			got, err := Run(context.Background(), liveConfig(t, impostor))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if report.Healthy() {
-				t.Fatalf("healthy with %s as bwrap:\n%s", impostor, dump(report))
+			if got.Healthy() {
+				t.Fatalf("healthy with %s as bwrap:\n%s", impostor, dump(got))
 			}
 			failing := false
-			for _, check := range report.Checks {
-				if check.Status == StatusFail && strings.Contains(check.Remedy, "bwrapkit install") {
+			for _, check := range got.Checks {
+				if check.Status == report.StatusFail && strings.Contains(check.Remedy, "bwrapkit install") {
 					failing = true
 				}
 			}
 			if !failing {
-				t.Errorf("no failing check names `bwrapkit install`:\n%s", dump(report))
+				t.Errorf("no failing check names `bwrapkit install`:\n%s", dump(got))
 			}
 		})
 	}
@@ -167,17 +172,17 @@ func TestDoctorImpostorBwrap(t *testing.T) {
 func TestDoctorCheckSelection(t *testing.T) {
 	cfg := liveConfig(t, systemBwrap(t))
 	cfg.Checks = []string{"selftest.env-clear"}
-	report, err := Run(context.Background(), cfg)
+	got, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, check := range report.Checks {
-		got = append(got, check.ID)
+	var ran []string
+	for _, check := range got.Checks {
+		ran = append(ran, check.ID)
 	}
 	want := "platform bwrap.found bwrap.version bwrap.features launch selftest.env-clear"
-	if strings.Join(got, " ") != want {
-		t.Errorf("ran %v, want %s", got, want)
+	if strings.Join(ran, " ") != want {
+		t.Errorf("ran %v, want %s", ran, want)
 	}
 	cfg.Checks = []string{"selftest.nope"}
 	if _, err := Run(context.Background(), cfg); err == nil {
@@ -190,15 +195,15 @@ func TestDoctorCheckSelection(t *testing.T) {
 func TestLiveUnwritableTempDirIsNamed(t *testing.T) {
 	cfg := liveConfig(t, systemBwrap(t))
 	cfg.TempDir = filepath.Join(t.TempDir(), "no", "such", "dir")
-	report, err := Run(context.Background(), cfg)
+	got, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	launch := checkByID(t, report, "launch")
-	if launch.Status != StatusFail || !strings.Contains(launch.Summary, "self-test directory") || !strings.Contains(launch.Remedy, "TMPDIR") {
+	launch := checkByID(t, got, "launch")
+	if launch.Status != report.StatusFail || !strings.Contains(launch.Summary, "self-test directory") || !strings.Contains(launch.Remedy, "TMPDIR") {
 		t.Errorf("launch = %+v", launch)
 	}
-	if report.Healthy() {
-		t.Errorf("a doctor that could not test the boundary reports healthy:\n%s", dump(report))
+	if got.Healthy() {
+		t.Errorf("a doctor that could not test the boundary reports healthy:\n%s", dump(got))
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/bwrapkit/bwrapkit/doctor/probe"
+	"github.com/bwrapkit/bwrapkit/doctor/render"
+	"github.com/bwrapkit/bwrapkit/doctor/report"
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
 	"github.com/bwrapkit/bwrapkit/locate"
 )
@@ -21,7 +24,7 @@ const helperVar = "BWRAPKIT_DOCTOR_TEST_HELPER"
 func TestMain(m *testing.M) {
 	switch os.Getenv(helperVar) {
 	case "probe":
-		os.Exit(RunProbe(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(probe.Run(os.Args[1:], os.Stdout, os.Stderr))
 	case "doctor":
 		os.Exit(helperDoctor())
 	}
@@ -29,35 +32,35 @@ func TestMain(m *testing.M) {
 }
 
 func helperDoctor() int {
-	probe, err := selfProbe()
+	prober, err := selfProbe()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
-	report, err := Run(context.Background(), Config{
+	got, err := Run(context.Background(), Config{
 		Query: locate.Query{PATH: os.Getenv("PATH"), Home: os.Getenv("BWRAPKIT_HOME")},
-		Probe: probe,
+		Probe: prober,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
-	if err := RenderJSON(os.Stdout, report); err != nil {
+	if err := render.JSON(os.Stdout, got); err != nil {
 		return 3
 	}
-	if !report.Healthy() {
+	if !got.Healthy() {
 		return 1
 	}
 	return 0
 }
 
 // selfProbe is this test binary as the probe.
-func selfProbe() (ProbeCommand, error) {
+func selfProbe() (probe.Command, error) {
 	executable, err := os.Executable()
 	if err == nil {
 		executable, err = filepath.EvalSymlinks(executable)
 	}
-	return ProbeCommand{Command: []string{executable}, Env: []string{helperVar + "=probe"}}, err
+	return probe.Command{Argv: []string{executable}, Env: []string{helperVar + "=probe"}}, err
 }
 
 // systemBwrap is the bwrap on PATH, on a host where user namespaces work; the test skips
@@ -68,11 +71,11 @@ func systemBwrap(t testing.TB) string {
 	if err != nil {
 		livetest.Skip(t, "no bwrap on PATH (apt-get install bubblewrap)")
 	}
-	probe, err := selfProbe()
+	prober, err := selfProbe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errno := tryUserNamespace(probe); errno != 0 {
+	if errno := tryUserNamespace(prober); errno != 0 {
 		livetest.Skip(t, "this host gives no user namespaces: "+errno.Error())
 	}
 	return path
@@ -85,33 +88,38 @@ func cachedBwrap(t testing.TB, name string) string {
 	if _, err := os.Stat(path); err != nil {
 		livetest.Skip(t, path+" is missing: run scripts/get-test-bwraps.sh")
 	}
-	return path
+	// The cache may be a symlink (a worktree shares it); reports name the resolved path.
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
 }
 
 // liveConfig runs the doctor on bwrap with this test binary as the probe.
 func liveConfig(t testing.TB, bwrap string) Config {
 	t.Helper()
-	probe, err := selfProbe()
+	prober, err := selfProbe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Outside /tmp, where the workdir's parent is on the sandbox's read-only root: writes
 	// there must fail, not merely vanish with a private tmpfs.
-	return Config{Query: locate.Query{Flag: bwrap}, Probe: probe, TempDir: livetest.TempDir(t), ToolVersion: "test"}
+	return Config{Query: locate.Query{Flag: bwrap}, Probe: prober, TempDir: livetest.TempDir(t), ToolVersion: "test"}
 }
 
-func checkByID(t testing.TB, report Report, id string) Check {
+func checkByID(t testing.TB, got report.Report, id string) report.Check {
 	t.Helper()
-	for _, check := range report.Checks {
+	for _, check := range got.Checks {
 		if check.ID == id {
 			return check
 		}
 	}
 	t.Fatalf("no check %s in the report", id)
-	return Check{}
+	return report.Check{}
 }
 
-func dump(report Report) string {
-	data, _ := json.MarshalIndent(report.Checks, "", "  ")
+func dump(got report.Report) string {
+	data, _ := json.MarshalIndent(got.Checks, "", "  ")
 	return string(data)
 }

@@ -5,6 +5,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/bwrapkit/bwrapkit/doctor/remedy"
+	"github.com/bwrapkit/bwrapkit/doctor/report"
 )
 
 func TestReplaceableBy(t *testing.T) {
@@ -39,17 +42,17 @@ func TestReplaceableBy(t *testing.T) {
 func TestPermissionsVerdict(t *testing.T) {
 	entries := []PathEntry{{Path: "/usr/bin/bwrap", Mode: 0o755}, {Path: "/usr/bin", Mode: fs.ModeDir | 0o755}, {Path: "/", Mode: fs.ModeDir | 0o755}}
 	clean := permissionsVerdict("/usr/bin/bwrap", binaryFacts{Entries: entries, Static: true}, "sudo ")
-	if clean.Status != StatusOK || !strings.Contains(clean.Summary, "statically linked") {
+	if clean.Status != report.StatusOK || !strings.Contains(clean.Summary, "statically linked") {
 		t.Errorf("clean: %s %q", clean.Status, clean.Summary)
 	}
 	writable := append([]PathEntry{{Path: "/usr/bin/bwrap", Mode: 0o777}}, entries[1:]...)
 	check := permissionsVerdict("/usr/bin/bwrap", binaryFacts{Entries: writable}, "sudo ")
-	if check.Status != StatusWarn || !strings.Contains(check.Summary, "anyone who can replace the binary owns the sandbox") {
+	if check.Status != report.StatusWarn || !strings.Contains(check.Summary, "anyone who can replace the binary owns the sandbox") {
 		t.Errorf("writable: %s %q", check.Status, check.Summary)
 	}
 	setuid := append([]PathEntry{{Path: "/usr/bin/bwrap", Mode: 0o755 | fs.ModeSetuid}}, entries[1:]...)
 	check = permissionsVerdict("/usr/bin/bwrap", binaryFacts{Entries: setuid, Setuid: true}, "")
-	if check.Status != StatusWarn || !strings.Contains(check.Remedy, "chmod u-s /usr/bin/bwrap") || check.Fix == nil || check.Fix.Kind != FixRemoveSetuid {
+	if check.Status != report.StatusWarn || !strings.Contains(check.Remedy, "chmod u-s /usr/bin/bwrap") || check.Fix == nil || check.Fix.Kind != remedy.RemoveSetuid {
 		t.Errorf("setuid: %s %q %q %+v", check.Status, check.Summary, check.Remedy, check.Fix)
 	}
 }

@@ -6,17 +6,19 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/bwrapkit/bwrapkit/doctor/report"
 )
 
-func returns(status Status, summary string) func(context.Context) Check {
-	return func(context.Context) Check { return Check{Status: status, Summary: summary} }
+func returns(status report.Status, summary string) func(context.Context) report.Check {
+	return func(context.Context) report.Check { return report.Check{Status: status, Summary: summary} }
 }
 
 func TestRunAll(t *testing.T) {
-	hang := func(context.Context) Check { select {} }
-	honours := func(ctx context.Context) Check {
+	hang := func(context.Context) report.Check { select {} }
+	honours := func(ctx context.Context) report.Check {
 		<-ctx.Done()
-		return Check{Status: StatusFail, Summary: "gave up: " + ctx.Err().Error()}
+		return report.Check{Status: report.StatusFail, Summary: "gave up: " + ctx.Err().Error()}
 	}
 	tests := []struct {
 		name  string
@@ -26,10 +28,10 @@ func TestRunAll(t *testing.T) {
 		{
 			name: "a failed need skips its dependents, naming the root failure",
 			specs: []Spec{
-				{ID: "a", Run: returns(StatusFail, "broken")},
-				{ID: "b", Needs: []string{"a"}, Run: returns(StatusOK, "")},
-				{ID: "c", Needs: []string{"b"}, Run: returns(StatusOK, "")},
-				{ID: "d", Run: returns(StatusWarn, "meh")},
+				{ID: "a", Run: returns(report.StatusFail, "broken")},
+				{ID: "b", Needs: []string{"a"}, Run: returns(report.StatusOK, "")},
+				{ID: "c", Needs: []string{"b"}, Run: returns(report.StatusOK, "")},
+				{ID: "d", Run: returns(report.StatusWarn, "meh")},
 			},
 			want: map[string]string{
 				"a": "fail: broken", "b": "skip: needs a, which failed",
@@ -39,9 +41,9 @@ func TestRunAll(t *testing.T) {
 		{
 			name: "a warning or a skip of its own lets dependents run or skip plainly",
 			specs: []Spec{
-				{ID: "a", Run: returns(StatusWarn, "old")},
-				{ID: "b", Needs: []string{"a"}, Run: returns(StatusSkip, "not here")},
-				{ID: "c", Needs: []string{"b"}, Run: returns(StatusOK, "")},
+				{ID: "a", Run: returns(report.StatusWarn, "old")},
+				{ID: "b", Needs: []string{"a"}, Run: returns(report.StatusSkip, "not here")},
+				{ID: "c", Needs: []string{"b"}, Run: returns(report.StatusOK, "")},
 			},
 			want: map[string]string{"a": "warn: old", "b": "skip: not here", "c": "skip: needs b, which was skipped"},
 		},
@@ -49,8 +51,8 @@ func TestRunAll(t *testing.T) {
 			name: "a hanging check fails without taking the run down",
 			specs: []Spec{
 				{ID: "hang", Timeout: 20 * time.Millisecond, Run: hang},
-				{ID: "after", Needs: []string{"hang"}, Run: returns(StatusOK, "")},
-				{ID: "other", Run: returns(StatusOK, "fine")},
+				{ID: "after", Needs: []string{"hang"}, Run: returns(report.StatusOK, "")},
+				{ID: "other", Run: returns(report.StatusOK, "fine")},
 			},
 			want: map[string]string{"hang": "fail: did not finish within 20ms", "after": "skip: needs hang, which failed", "other": "ok: fine"},
 		},
@@ -62,8 +64,8 @@ func TestRunAll(t *testing.T) {
 		{
 			name: "a panic becomes a failure",
 			specs: []Spec{
-				{ID: "boom", Run: func(context.Context) Check { panic("nil map") }},
-				{ID: "fine", Run: returns(StatusOK, "")},
+				{ID: "boom", Run: func(context.Context) report.Check { panic("nil map") }},
+				{ID: "fine", Run: returns(report.StatusOK, "")},
 			},
 			want: map[string]string{"boom": "fail: the check itself crashed: nil map", "fine": "ok: "},
 		},
@@ -74,7 +76,7 @@ func TestRunAll(t *testing.T) {
 		},
 		{
 			name:  "an unknown need is a skip",
-			specs: []Spec{{ID: "a", Needs: []string{"ghost"}, Run: returns(StatusOK, "")}},
+			specs: []Spec{{ID: "a", Needs: []string{"ghost"}, Run: returns(report.StatusOK, "")}},
 			want:  map[string]string{"a": "skip: needs ghost, which was not run"},
 		},
 	}
@@ -97,13 +99,13 @@ func TestRunAll(t *testing.T) {
 
 func TestRunAllBoundsParallelism(t *testing.T) {
 	var running, peak atomic.Int32
-	work := func(context.Context) Check {
+	work := func(context.Context) report.Check {
 		now := running.Add(1)
 		for old := peak.Load(); now > old && !peak.CompareAndSwap(old, now); old = peak.Load() {
 		}
 		time.Sleep(5 * time.Millisecond)
 		running.Add(-1)
-		return Check{Status: StatusOK}
+		return report.Check{Status: report.StatusOK}
 	}
 	specs := make([]Spec, 12)
 	for i := range specs {
@@ -116,9 +118,9 @@ func TestRunAllBoundsParallelism(t *testing.T) {
 }
 
 func TestRunAllRecordsDuration(t *testing.T) {
-	results := runAll(context.Background(), []Spec{{ID: "a", Run: func(context.Context) Check {
+	results := runAll(context.Background(), []Spec{{ID: "a", Run: func(context.Context) report.Check {
 		time.Sleep(10 * time.Millisecond)
-		return Check{Status: StatusOK}
+		return report.Check{Status: report.StatusOK}
 	}}}, 1)
 	if results[0].Duration < 10*time.Millisecond {
 		t.Errorf("duration %v", results[0].Duration)
@@ -131,7 +133,7 @@ func TestSelectSpecs(t *testing.T) {
 		wanted []string
 		want   string
 	}{
-		{nil, strings.Join(ids, " ")},
+		{nil, strings.Join(reportOrder, " ")},
 		{[]string{"bwrap.permissions"}, "platform bwrap.found bwrap.permissions"},
 		{[]string{"userns", "platform"}, "platform userns"},
 		{[]string{"selftest.nested-userns"}, "platform bwrap.found bwrap.version bwrap.features launch selftest.nested-userns"},
@@ -153,8 +155,20 @@ func TestSelectSpecs(t *testing.T) {
 	}
 }
 
+// reportOrder is the order reports print the checks in (SPEC.md's list), pinned here.
+var reportOrder = []string{
+	"platform", "bwrap.found", "bwrap.permissions", "bwrap.version", "bwrap.features", "userns", "launch",
+	"selftest.launch-proof", "selftest.workdir-write", "selftest.outside-write", "selftest.git-readonly",
+	"selftest.env-clear", "selftest.fd-isolation", "selftest.secrets-hidden", "selftest.network",
+	"selftest.proc-isolation", "selftest.capabilities", "selftest.timeout-kill", "selftest.nested-userns",
+}
+
 func TestSpecsMatchIDs(t *testing.T) {
 	specs := newSession(Config{}).specs()
+	ids := IDs()
+	if strings.Join(ids, " ") != strings.Join(reportOrder, " ") {
+		t.Errorf("IDs() = %v, want %v", ids, reportOrder)
+	}
 	if len(specs) != len(ids) {
 		t.Fatalf("%d specs, %d ids", len(specs), len(ids))
 	}

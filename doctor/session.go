@@ -5,10 +5,16 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"strings"
+	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
+	"time"
 
+	"github.com/bwrapkit/bwrapkit/doctor/diagnose"
+	"github.com/bwrapkit/bwrapkit/doctor/probe"
+	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/doctor/selftest"
 	"github.com/bwrapkit/bwrapkit/locate"
 	"github.com/bwrapkit/bwrapkit/platform"
 	"github.com/bwrapkit/bwrapkit/sandbox"
@@ -24,11 +30,12 @@ type session struct {
 	located   *lazy[located]
 	binary    *lazy[binaryFacts]
 	usernsErr *lazy[syscall.Errno]
-	fixture   *lazy[fixtureOrError]
+	bwrap     *lazy[probedBwrap]
+	owner     *lazy[owned]
+	scene     *lazy[sceneOrError]
 
-	mu     sync.Mutex
-	launch launchOutcome    // set by the launch check, read by launch-proof
-	probed sandbox.Features // set by bwrap.version, for the report
+	mu       sync.Mutex
+	launched selftest.Launched // set by the launch check, read by the self-tests
 }
 
 type located struct {
@@ -36,9 +43,9 @@ type located struct {
 	err    error
 }
 
-type fixtureOrError struct {
-	fixture *fixture
-	err     error
+type sceneOrError struct {
+	scene *selftest.Scene
+	err   error
 }
 
 func newSession(cfg Config) *session {
@@ -58,9 +65,19 @@ func newSession(cfg Config) *session {
 		return inspectBinary(found.result.Path)
 	})
 	s.usernsErr = newLazy(func() syscall.Errno { return tryUserNamespace(cfg.Probe) })
-	s.fixture = newLazy(func() fixtureOrError {
-		fixture, err := newFixture(cfg.TempDir)
-		return fixtureOrError{fixture, err}
+	s.bwrap = newLazy(func() probedBwrap { return probeBwrap(s.bwrapPath()) })
+	s.owner = newLazy(func() owned { return queryOwner(s.bwrapPath()) })
+	s.scene = newLazy(func() sceneOrError {
+		now := cfg.Now()
+		for _, home := range s.homes() {
+			selftest.Sweep(home, selftest.SecretPrefix, now)
+		}
+		candidates := selftest.Candidates(cfg.Getenv)
+		if cfg.TempDir != "" {
+			candidates = []selftest.Candidate{{Anchor: cfg.TempDir, Base: cfg.TempDir}}
+		}
+		scene, err := selftest.MakeScene(candidates, now)
+		return sceneOrError{scene, err}
 	})
 	return s
 }
@@ -74,25 +91,66 @@ func (s *session) bwrapPath() string {
 	return found.result.Path
 }
 
-// features probes the located bwrap (sandbox.Probe caches per binary).
-func (s *session) features(ctx context.Context) (sandbox.Features, error) {
-	path := s.bwrapPath()
-	if path == "" {
+// features is what the located bwrap's --help and --version say, read once per doctor.
+func (s *session) features() (sandbox.Features, error) {
+	if s.bwrapPath() == "" {
 		return sandbox.Features{}, errors.New("no bwrap located")
 	}
-	return sandbox.Probe(ctx, path)
+	probed := s.bwrap.get()
+	return probed.features, probed.err
 }
 
-// facts gathers what Diagnose decides from.
-func (s *session) facts() Facts {
+// selftestEnv is what the launch check and the self-tests run the probe through.
+func (s *session) selftestEnv() (*selftest.Env, error) {
+	made := s.scene.get()
+	if made.err != nil {
+		return nil, &selftest.DirError{Err: made.err}
+	}
+	features, err := s.features()
+	if err != nil {
+		return nil, err
+	}
+	return &selftest.Env{Bwrap: s.bwrapPath(), Features: features, Probe: s.cfg.Probe,
+		Environ: s.cfg.Environ, Scene: made.scene, Homes: s.homes()}, nil
+}
+
+// homes are where a leaked secret would matter: the caller's home ($HOME, as the sandbox's
+// policy reads it) and, for root, /root.
+func (s *session) homes() []string {
+	var homes []string
+	if home := s.cfg.Getenv("HOME"); filepath.IsAbs(home) {
+		homes = append(homes, filepath.Clean(home))
+	}
+	if os.Geteuid() == 0 && !slices.Contains(homes, "/root") {
+		homes = append(homes, "/root")
+	}
+	return homes
+}
+
+// selftest runs one self-test in the session's environment, after the launch check.
+func (s *session) selftest(test selftest.Test) func(context.Context) report.Check {
+	return func(ctx context.Context) report.Check {
+		env, err := s.selftestEnv()
+		if err != nil {
+			return selftest.Failed("no self-test environment", err)
+		}
+		s.mu.Lock()
+		launched := s.launched
+		s.mu.Unlock()
+		return test.Run(ctx, env, launched)
+	}
+}
+
+// facts gathers what diagnose.Diagnose decides from.
+func (s *session) facts() diagnose.Facts {
 	host := s.host.get()
-	facts := Facts{
+	facts := diagnose.Facts{
 		Host:      host,
 		Root:      os.Geteuid() == 0,
 		Distro:    s.cfg.Getenv("WSL_DISTRO_NAME"),
 		Bwrap:     s.bwrapPath(),
 		Setuid:    s.binary.get().Setuid,
-		ProcMasks: ProcMasks(readText(s.cfg.Root, "proc/self/mountinfo")),
+		ProcMasks: diagnose.ProcMasks(readText(s.cfg.Root, "proc/self/mountinfo")),
 	}
 	if host.OS == "linux" && host.Kind != platform.KindWSL1 {
 		facts.UsernsErr = s.usernsErr.get()
@@ -104,28 +162,9 @@ func (s *session) facts() Facts {
 }
 
 func (s *session) close() {
-	if made, ok := s.fixture.peek(); ok && made.err == nil {
-		made.fixture.remove()
+	if made, ok := s.scene.peek(); ok && made.err == nil {
+		made.scene.Remove()
 	}
-}
-
-// ProcMasks lists the mounts stacked on parts of /proc in a mountinfo text. The kernel lets
-// a user namespace mount a fresh proc only when nothing of the existing one is hidden, and
-// container runtimes hide /proc/kcore, /proc/acpi and others this way. binfmt_misc sits on
-// a directory the kernel keeps empty, so it hides nothing.
-func ProcMasks(mountinfo string) []string {
-	var masks []string
-	for _, line := range strings.Split(mountinfo, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 5 {
-			continue
-		}
-		mountPoint := fields[4]
-		if strings.HasPrefix(mountPoint, "/proc/") && mountPoint != "/proc/sys/fs/binfmt_misc" {
-			masks = append(masks, mountPoint)
-		}
-	}
-	return masks
 }
 
 func readText(root fs.FS, name string) string {
@@ -138,9 +177,40 @@ func readText(root fs.FS, name string) string {
 
 // tryUserNamespace runs the probe's no-op in a new user namespace, as bwrap would create
 // one, and returns the kernel's errno (0: it worked or could not be tried).
-func tryUserNamespace(probe ProbeCommand) syscall.Errno {
-	if len(probe.Command) == 0 {
+func tryUserNamespace(command probe.Command) syscall.Errno {
+	if len(command.Argv) == 0 {
 		return 0
 	}
-	return cloneUserNamespace(append(append([]string{}, probe.Command...), "noop"), probe.Env)
+	return probe.CloneUserNamespace(append(append([]string{}, command.Argv...), "noop"), command.Env)
+}
+
+// report reads only facts that are already computed: a fact whose check hung stays empty.
+func (s *session) report(checks []report.Check, began, finished time.Time) report.Report {
+	for i, check := range checks {
+		if check.RemedyCommands == nil && check.Fix != nil && (check.Status == report.StatusFail || check.Status == report.StatusWarn) {
+			checks[i].RemedyCommands = check.Fix.Commands
+		}
+	}
+	r := report.Report{Status: report.Overall(checks), ToolVersion: s.cfg.ToolVersion, Started: began,
+		Duration: finished.Sub(began), Checks: checks}
+	r.Platform = report.PlatformInfo{OS: s.cfg.GOOS, Arch: s.cfg.GOARCH}
+	if host, ok := s.host.peek(); ok {
+		r.Platform.Kind, r.Platform.Kernel, r.Platform.Container = host.Kind, host.Kernel, host.Container
+	}
+	if found, ok := s.located.peek(); ok && found.err == nil {
+		r.Bwrap.Path, r.Bwrap.Source = found.result.Path, string(found.result.Source)
+	}
+	if binary, ok := s.binary.peek(); ok && binary.Err == nil {
+		r.Bwrap.Setuid, r.Bwrap.Static = binary.Setuid, binary.Static
+	}
+	if probed, ok := s.bwrap.peek(); ok && probed.err == nil {
+		r.Bwrap.Build = probed.features.Build
+	}
+	if owner, ok := s.owner.peek(); ok {
+		r.Bwrap.Package = owner.pkg
+	}
+	if version, ok := ParseVersion(r.Bwrap.Build); ok {
+		r.Bwrap.Version = version.String()
+	}
+	return r
 }

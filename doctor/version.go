@@ -18,12 +18,14 @@ type Advisory struct {
 	BackportedIn []string
 }
 
-// Advisories lists the fixes a bwrap should have, oldest first.
-var Advisories = []Advisory{
-	{CVE: "CVE-2020-5291", What: "setuid privilege escalation", FixedIn: "0.4.1"},
-	{CVE: "CVE-2024-42472", What: "Flatpak persist symlink escape (with --bind-fd)", FixedIn: "0.10.0", BackportedIn: []string{"0.6.3"}},
-	{CVE: "CVE-2026-41163", What: "setuid + ptrace overlay mounts", FixedIn: "0.11.2"},
-	{CVE: "CVE-2026-87766", What: "symlink via /oldroot writes host files during setup", FixedIn: "0.12.0"},
+// Advisories lists the fixes a bwrap should have, oldest first (a fresh copy each call).
+func Advisories() []Advisory {
+	return []Advisory{
+		{CVE: "CVE-2020-5291", What: "setuid privilege escalation", FixedIn: "0.4.1"},
+		{CVE: "CVE-2024-42472", What: "Flatpak persist symlink escape (with --bind-fd)", FixedIn: "0.10.0", BackportedIn: []string{"0.6.3"}},
+		{CVE: "CVE-2026-41163", What: "setuid + ptrace overlay mounts", FixedIn: "0.11.2"},
+		{CVE: "CVE-2026-87766", What: "symlink via /oldroot writes host files during setup", FixedIn: "0.12.0"},
+	}
 }
 
 // ParseVersion reads the version out of `bwrap --version`, which prints "bubblewrap X.Y.Z".
@@ -47,7 +49,7 @@ func ParseVersion(build string) (*semver.Version, bool) {
 // fixes without changing the version, so this says "may be affected", never "is".
 func Unfixed(version *semver.Version) []Advisory {
 	var unfixed []Advisory
-	for _, advisory := range Advisories {
+	for _, advisory := range Advisories() {
 		if !version.LessThan(semver.MustParse(advisory.FixedIn)) || backported(version, advisory) {
 			continue
 		}

@@ -1,10 +1,14 @@
 package doctor
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/bwrapkit/bwrapkit/doctor/provenance"
+	"github.com/bwrapkit/bwrapkit/doctor/report"
 )
 
 func TestParseVersion(t *testing.T) {
@@ -60,22 +64,50 @@ func TestUnfixed(t *testing.T) {
 func TestVersionVerdict(t *testing.T) {
 	for _, tc := range []struct {
 		build   string
-		status  Status
+		status  report.Status
 		summary string
 	}{
-		{"bubblewrap 0.8.0", StatusWarn, "bubblewrap 0.8.0 predates 0.12.0: CVE-2024-42472, CVE-2026-41163, CVE-2026-87766"},
-		{"bubblewrap 0.12.0", StatusOK, "bubblewrap 0.12.0"},
-		{"bubblewrap built for Codex", StatusWarn, `version unknown: --version prints "bubblewrap built for Codex"`},
+		{"bubblewrap 0.8.0", report.StatusWarn, "bubblewrap 0.8.0 predates 0.12.0: CVE-2024-42472, CVE-2026-41163, CVE-2026-87766"},
+		{"bubblewrap 0.12.0", report.StatusOK, "bubblewrap 0.12.0"},
+		{"bubblewrap built for Codex", report.StatusWarn, `version unknown: --version prints "bubblewrap built for Codex"`},
 	} {
-		check := versionVerdict(tc.build)
+		check := versionVerdict(tc.build, nil, nil)
 		if check.Status != tc.status || !strings.HasPrefix(check.Summary, tc.summary) {
 			t.Errorf("%q: %s %q", tc.build, check.Status, check.Summary)
 		}
-		if check.Status == StatusWarn && !strings.Contains(check.Remedy, "bwrapkit install") {
+		if check.Status == report.StatusWarn && !strings.Contains(check.Remedy, "bwrapkit install") {
 			t.Errorf("%q: remedy %q", tc.build, check.Remedy)
 		}
 	}
-	if check := versionVerdict("bubblewrap 0.8.0"); !strings.Contains(check.Remedy, "backport") {
+	if check := versionVerdict("bubblewrap 0.8.0", nil, nil); !strings.Contains(check.Remedy, "backport") {
 		t.Errorf("an old version must say distributions backport: %q", check.Remedy)
+	}
+}
+
+// TestVersionVerdictNamesThePackage: the warning names the owning package and how to check
+// that distribution's fixes; a binary no package owns is told so; a query that failed is in
+// the detail and changes nothing else.
+func TestVersionVerdictNamesThePackage(t *testing.T) {
+	debian := &provenance.Package{Manager: "dpkg", Name: "bubblewrap", Version: "0.8.0-2+deb12u1"}
+	check := versionVerdict("bubblewrap 0.8.0", debian, nil)
+	if check.Status != report.StatusWarn || !strings.Contains(check.Summary, "package bubblewrap 0.8.0-2+deb12u1, dpkg") ||
+		!strings.Contains(check.Remedy, "changelog.Debian.gz") || !strings.Contains(check.Remedy, "bubblewrap 0.8.0-2+deb12u1") {
+		t.Errorf("dpkg: %+v", check)
+	}
+	if len(check.RemedyCommands) != 2 || !strings.HasPrefix(check.RemedyCommands[0], "zcat /usr/share/doc/bubblewrap/changelog.Debian.gz | grep -e CVE-2024-42472") {
+		t.Errorf("dpkg commands: %q", check.RemedyCommands)
+	}
+	fedora := &provenance.Package{Manager: "rpm", Name: "bubblewrap", Version: "0.10.0-1.fc41"}
+	if check := versionVerdict("bubblewrap 0.10.0", fedora, nil); !strings.Contains(check.Remedy, "rpm -q --changelog bubblewrap") {
+		t.Errorf("rpm: %q", check.Remedy)
+	}
+	if check := versionVerdict("bubblewrap 0.8.0", nil, &provenance.NotOwnedError{Path: "/opt/bwrap"}); !strings.Contains(check.Remedy, "no distribution package") ||
+		!strings.Contains(check.Detail, "package: none") {
+		t.Errorf("not owned: %+v", check)
+	}
+	hung := errors.New("dpkg-query -S /usr/bin/bwrap: gave no answer in time")
+	check = versionVerdict("bubblewrap 0.12.0", nil, hung)
+	if check.Status != report.StatusOK || !strings.Contains(check.Detail, "could not be read: dpkg-query") {
+		t.Errorf("hung query: %+v", check)
 	}
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bwrapkit/bwrapkit/doctor"
+	"github.com/bwrapkit/bwrapkit/doctor/probe"
+	"github.com/bwrapkit/bwrapkit/doctor/render"
+	"github.com/bwrapkit/bwrapkit/doctor/report"
 	"github.com/bwrapkit/bwrapkit/internal/atomicfile"
 )
 
@@ -25,7 +28,7 @@ type doctorOptions struct {
 	verbose bool
 	checks  []string
 	// probe runs bwrapkit's self-test probe; default: this executable's hidden subcommand.
-	probe doctor.ProbeCommand
+	probe probe.Command
 	// fixEnv is what the fixer acts through; zero is the real host.
 	fixEnv fixEnv
 	// tempDir is where the self-tests make their files; "" is os.TempDir().
@@ -33,8 +36,6 @@ type doctorOptions struct {
 }
 
 var doctorFormats = []string{"text", "json", "prometheus"}
-
-func init() { extraCommands = append(extraCommands, newDoctorCmd) }
 
 func newDoctorCmd(s streams, global *globalOptions) *cobra.Command {
 	return newDoctorCmdWith(s, global, runDoctor)
@@ -117,22 +118,24 @@ func runDoctor(ctx context.Context, opts *doctorOptions) error {
 		TempDir:     opts.tempDir,
 		ToolVersion: version,
 	}
-	report, err := doctor.Run(ctx, cfg)
+	// doctor.Run fails only on a bad configuration, a typed error main maps to a status.
+	result, err := doctor.Run(ctx, cfg)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	if opts.fix {
-		if report, err = newFixer(opts).Run(ctx, cfg, report); err != nil {
-			return usageError{err}
+		recheck := func(ctx context.Context) (report.Report, error) { return doctor.Run(ctx, cfg) }
+		if result, err = newFixer(opts).Run(ctx, recheck, result); err != nil {
+			return err
 		}
 	}
-	if err := opts.write(report); err != nil {
+	if err := opts.write(result); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
 		return exitError{interruptedStatus(ctx)}
 	}
-	if !report.Healthy() {
+	if !result.Healthy() {
 		return exitError{exitFailure}
 	}
 	return nil
@@ -140,8 +143,8 @@ func runDoctor(ctx context.Context, opts *doctorOptions) error {
 
 // probeCommand is this executable's hidden probe subcommand, at its resolved path: the
 // sandbox binds it read-only at that path.
-func (opts *doctorOptions) probeCommand() (doctor.ProbeCommand, error) {
-	if len(opts.probe.Command) > 0 {
+func (opts *doctorOptions) probeCommand() (probe.Command, error) {
+	if len(opts.probe.Argv) > 0 {
 		return opts.probe, nil
 	}
 	executable, err := os.Executable()
@@ -149,23 +152,23 @@ func (opts *doctorOptions) probeCommand() (doctor.ProbeCommand, error) {
 		executable, err = filepath.EvalSymlinks(executable)
 	}
 	if err != nil {
-		return doctor.ProbeCommand{}, failureError{fmt.Errorf("cannot find bwrapkit's own executable for the self-tests: %w", err)}
+		return probe.Command{}, failureError{fmt.Errorf("cannot find bwrapkit's own executable for the self-tests: %w", err)}
 	}
-	return doctor.ProbeCommand{Command: []string{executable, probeCommandName}}, nil
+	return probe.Command{Argv: []string{executable, probeCommandName}}, nil
 }
 
 // write renders the report to stdout, or atomically to --output.
-func (opts *doctorOptions) write(report doctor.Report) error {
+func (opts *doctorOptions) write(result report.Report) error {
 	var out bytes.Buffer
 	var err error
 	switch opts.format {
 	case "json":
-		err = doctor.RenderJSON(&out, report)
+		err = render.JSON(&out, result)
 	case "prometheus":
-		err = doctor.RenderPrometheus(&out, report)
+		err = render.Prometheus(&out, result)
 	default:
 		color := opts.output == "" && opts.OutIsTerminal && opts.Getenv("NO_COLOR") == ""
-		err = doctor.RenderText(&out, report, doctor.TextOptions{Color: color, Verbose: opts.verbose})
+		err = render.Text(&out, result, render.TextOptions{Color: color, Verbose: opts.verbose})
 	}
 	if err != nil {
 		return err

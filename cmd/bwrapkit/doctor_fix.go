@@ -9,11 +9,11 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/bwrapkit/bwrapkit/doctor"
+	"github.com/bwrapkit/bwrapkit/doctor/fix"
 	"github.com/bwrapkit/bwrapkit/install"
 )
 
-// The wiring of `doctor --fix`: doctor.Fixer acts; this file gives it stderr, the tools
+// The wiring of `doctor --fix`: fix.Fixer acts; this file gives it stderr, the tools
 // on this command's PATH, bwrapkit's home and the install of `bwrapkit install`.
 
 const fixInstallTimeout = 5 * time.Minute // as `bwrapkit install --timeout`
@@ -21,40 +21,40 @@ const fixInstallTimeout = 5 * time.Minute // as `bwrapkit install --timeout`
 // fixEnv is what tests change about doctor --fix. Zero means the real host and the
 // built-in pin.
 type fixEnv struct {
-	doctor.FixEnv
+	fix.Env
 	// Artifact is what the install fix installs; zero means the built-in manifest's pin
 	// for this machine.
 	Artifact install.Artifact
 }
 
-// newFixer is doctor.Fixer with this command's stderr, PATH, home and install.
-func newFixer(opts *doctorOptions) *doctor.Fixer {
-	env := opts.fixEnv.FixEnv
+// newFixer is fix.Fixer with this command's stderr, PATH, home and install.
+func newFixer(opts *doctorOptions) *fix.Fixer {
+	env := opts.fixEnv.Env
 	env.Err = opts.Err
 	if env.LookPath == nil {
-		env.LookPath = doctor.ToolPath(opts.Getenv("PATH"))
+		env.LookPath = fix.ToolPath(opts.Getenv("PATH"))
 	}
 	if env.RunCommand == nil {
-		env.RunCommand = doctor.RunTool
+		env.RunCommand = fix.RunTool
 	}
 	if home, err := installHome(&installOptions{streams: opts.streams, global: opts.global}); err == nil {
 		env.Home = home
 	}
 	env.Install = opts.installForFix
-	return doctor.NewFixer(env)
+	return fix.New(env)
 }
 
 // installForFix is `bwrapkit install` with its defaults (method auto, the built-in pin,
 // five minutes), narrated as fix lines.
-func (opts *doctorOptions) installForFix(ctx context.Context, say func(format string, args ...any)) (doctor.Installed, error) {
+func (opts *doctorOptions) installForFix(ctx context.Context, say func(format string, args ...any)) (fix.Installed, error) {
 	home, err := installHome(&installOptions{streams: opts.streams, global: opts.global})
 	if err != nil {
-		return doctor.Installed{}, err
+		return fix.Installed{}, err
 	}
 	artifact := opts.fixEnv.Artifact
 	if artifact.SHA256 == "" {
 		if artifact, err = install.Default().Artifact(runtime.GOARCH); err != nil {
-			return doctor.Installed{}, err
+			return fix.Installed{}, err
 		}
 	}
 	say("installing bwrap %s into %s (method auto, at most %s)", artifact.Version, home, fixInstallTimeout)
@@ -70,12 +70,12 @@ func (opts *doctorOptions) installForFix(ctx context.Context, say func(format st
 		Progress:      fixProgress{say},
 	})
 	if errors.Is(err, context.DeadlineExceeded) {
-		return doctor.Installed{}, fmt.Errorf("gave up after %s: %w", fixInstallTimeout, err)
+		return fix.Installed{}, fmt.Errorf("gave up after %s: %w", fixInstallTimeout, err)
 	}
 	if err != nil {
-		return doctor.Installed{}, err
+		return fix.Installed{}, err
 	}
-	installed := doctor.Installed{Path: result.Path, Changed: result.Changed}
+	installed := fix.Installed{Path: result.Path, Changed: result.Changed}
 	switch {
 	case !result.Changed:
 		say("bwrap %s was already installed at %s", result.Version, result.Path)

@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/bwrapkit/bwrapkit/doctor"
+	"github.com/bwrapkit/bwrapkit/doctor/fix"
+	"github.com/bwrapkit/bwrapkit/doctor/probe"
+	"github.com/bwrapkit/bwrapkit/doctor/remedy"
+	"github.com/bwrapkit/bwrapkit/doctor/report"
 	"github.com/bwrapkit/bwrapkit/install"
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
@@ -25,11 +29,14 @@ func TestDoctorFixNarratesOnStderrOnly(t *testing.T) {
 		streams: streams{Out: &stdout, Err: &stderr, Getenv: getenvFrom(environ), Environ: func() []string { return environ }},
 		global:  &globalOptions{Home: "/home/dev/.local/share/bwrapkit"},
 		fix:     true,
-		fixEnv:  fixEnv{FixEnv: doctor.FixEnv{Root: t.TempDir(), Geteuid: func() int { return 1000 }}},
+		fixEnv:  fixEnv{Env: fix.Env{Root: t.TempDir(), Geteuid: func() int { return 1000 }}},
 	}
-	report := doctor.Report{Checks: []doctor.Check{{ID: "launch", Status: doctor.StatusFail,
-		Fix: &doctor.Fix{Kind: doctor.FixAppArmorProfile, Bwrap: "/usr/bin/bwrap"}}}}
-	got, err := newFixer(opts).Run(context.Background(), doctor.Config{}, report)
+	broken := report.Report{Checks: []report.Check{{ID: "launch", Status: report.StatusFail,
+		Fix: &remedy.Fix{Kind: remedy.AppArmor, Bwrap: "/usr/bin/bwrap"}}}}
+	recheck := func(context.Context) (report.Report, error) {
+		return report.Report{}, errors.New("nothing was fixed, so nothing is checked again")
+	}
+	got, err := newFixer(opts).Run(context.Background(), recheck, broken)
 	if err != nil || len(got.Checks) != 1 || stdout.Len() != 0 ||
 		!strings.HasPrefix(stderr.String(), "bwrapkit: fix: not applied: give /usr/bin/bwrap an AppArmor profile") {
 		t.Errorf("err %v, stdout %q, stderr:\n%s", err, stdout.String(), stderr.String())
@@ -51,7 +58,7 @@ func (r doctorRun) run(t *testing.T) outcome {
 		Getenv: getenvFrom(r.environ), Environ: func() []string { return r.environ }}
 	scratch := livetest.TempDir(t)
 	cmd := newDoctorCmdWith(s, &globalOptions{Home: r.home}, func(ctx context.Context, opts *doctorOptions) error {
-		opts.probe = doctor.ProbeCommand{Command: []string{builtBinary, probeCommandName}}
+		opts.probe = probe.Command{Argv: []string{builtBinary, probeCommandName}}
 		opts.tempDir = scratch
 		opts.fixEnv = r.env
 		return runDoctor(ctx, opts)
@@ -67,7 +74,7 @@ func (r doctorRun) run(t *testing.T) outcome {
 // livePinEnv installs pin as a user would: were the pinned source unreachable, auto's
 // fallback to the package manager must print its command, not run apt-get as root.
 func livePinEnv(pin install.Artifact) fixEnv {
-	return fixEnv{FixEnv: doctor.FixEnv{Geteuid: func() int { return 65534 }}, Artifact: pin}
+	return fixEnv{Env: fix.Env{Geteuid: func() int { return 65534 }}, Artifact: pin}
 }
 
 // cachedPin is the built-in pin served from the directory holding the real static build.

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/bwrapkit/bwrapkit/doctor"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
@@ -92,8 +93,13 @@ func exitStatus(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "bwrapkit: %s\n", err)
 	var usage usageError
-	if errors.As(err, &usage) || isCobraUsage(err) {
+	var unknownCheck *doctor.UnknownCheckError
+	var failure failureError
+	switch {
+	case errors.As(err, &usage), errors.As(err, &unknownCheck), isCobraUsage(err):
 		return exitUsage
+	case errors.As(err, &failure):
+		return exitFailure
 	}
 	return exitFailure
 }

@@ -48,17 +48,21 @@ pinned static bwrap where one is missing, and runs commands behind a fail-closed
 	root.PersistentFlags().StringVar(&global.Home, "home", "", "bwrapkit home (default: $BWRAPKIT_HOME, /usr/local/lib/bwrapkit for root, else ~/.local/share/bwrapkit)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 
+	// Every command, in one list.
 	root.AddCommand(
 		newRunCmd(s, global),
 		newArgvCmd(s, global),
 		newLocateCmd(s, global),
+		newDoctorCmd(s, global),
+		newSelftestProbeCmd(s),
 		newVersionCmd(s),
 	)
 	addExtraCommands(root, s, global)
 	return root
 }
 
-// extraCommands lets each command file register itself without editing this file.
+// extraCommands is what still registers itself in init() (install.go, which is not this
+// file's owner's to change); it is to go, so that the list above is the whole CLI.
 var extraCommands []func(s streams, global *globalOptions) *cobra.Command
 
 func addExtraCommands(root *cobra.Command, s streams, global *globalOptions) {

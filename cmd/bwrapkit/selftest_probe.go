@@ -3,23 +3,21 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/bwrapkit/bwrapkit/doctor"
+	"github.com/bwrapkit/bwrapkit/doctor/probe"
 )
 
 // probeCommandName is the hidden subcommand the doctor runs inside the sandbox, so its
 // self-tests need no shell or other program there: bwrapkit is the probe.
 const probeCommandName = "__selftest-probe"
 
-func init() { extraCommands = append(extraCommands, newSelftestProbeCmd) }
-
-func newSelftestProbeCmd(s streams, _ *globalOptions) *cobra.Command {
+func newSelftestProbeCmd(s streams) *cobra.Command {
 	return &cobra.Command{
 		Use:                probeCommandName + " NAME [ARG...]",
 		Short:              "Internal: the doctor's probe inside the sandbox",
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			if status := doctor.RunProbe(args, s.Out, s.Err); status != 0 {
+			if status := probe.Run(args, s.Out, s.Err); status != 0 {
 				return exitError{status}
 			}
 			return nil

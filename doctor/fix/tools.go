@@ -1,0 +1,66 @@
+package fix
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// fixCommandMaxBytes bounds what is kept of a tool's output for its error.
+const fixCommandMaxBytes = 64 << 10
+
+// ToolPath is a LookPath for the administrators' tools --fix runs (apparmor_parser,
+// sysctl): they live in sbin, which a user's or a cron job's PATH may lack, so the sbin
+// directories are searched after path.
+func ToolPath(path string) func(name string) (string, error) {
+	return lookPathIn(path + ":/usr/local/sbin:/usr/sbin:/sbin")
+}
+
+// lookPathIn finds an executable regular file in a PATH-style list.
+func lookPathIn(pathList string) func(name string) (string, error) {
+	return func(name string) (string, error) {
+		for _, dir := range filepath.SplitList(pathList) {
+			if dir == "" || !filepath.IsAbs(dir) {
+				continue
+			}
+			candidate := filepath.Join(dir, name)
+			if info, err := os.Stat(candidate); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+				return candidate, nil
+			}
+		}
+		return "", fmt.Errorf("%s not found in %s", name, pathList)
+	}
+}
+
+// RunTool runs a tool non-interactively, the real Env.RunCommand: stdin is the null
+// device (exec's default for a nil Stdin), and its output is kept for the error only,
+// since stdout is the report's.
+func RunTool(ctx context.Context, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var output limitedOutput
+	cmd.Stdout, cmd.Stderr = &output, &output
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		said := strings.TrimSpace(output.String())
+		if said != "" {
+			return fmt.Errorf("%w: %s", err, said)
+		}
+		return err
+	}
+	return nil
+}
+
+// limitedOutput keeps the first fixCommandMaxBytes of a command's output.
+type limitedOutput struct{ bytes.Buffer }
+
+func (l *limitedOutput) Write(p []byte) (int, error) {
+	if room := fixCommandMaxBytes - l.Len(); room > 0 {
+		l.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}

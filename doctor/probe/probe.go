@@ -1,0 +1,353 @@
+package probe
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// holdBound is how long the timeout-kill probe's processes wait to be killed. If the sandbox
+// fails to kill them they exit on their own, but only after the doctor has looked for them.
+const holdBound = 60 * time.Second
+
+// Run is the self-test probe: the program the doctor runs inside the sandbox (bwrapkit's
+// hidden __selftest-probe subcommand, or a test binary). args are the probe's name and
+// arguments; it prints one JSON observation on stdout and returns the exit status. It
+// needs no shell or other program inside the sandbox: it re-executes itself when it needs a
+// child, with the argv prefix it was started with.
+func Run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "probe: no probe name")
+		return 2
+	}
+	name, rest := args[0], args[1:]
+	var observation any
+	switch name {
+	case "noop":
+		return 0
+	case "launch":
+		observation = observeLaunch()
+	case "fs":
+		observation = observeFS(rest)
+	case "env":
+		observation = EnvObservation{Environ: os.Environ()}
+	case "fds":
+		observation = observeFDs()
+	case "dial":
+		observation = observeDial(rest)
+	case "procs":
+		observation = observeProcs()
+	case "caps":
+		observation = observeCaps()
+	case "userns":
+		observation = observeUserns()
+	case "spawn":
+		return spawn(rest, stdout, stderr)
+	case "hold":
+		return hold(rest, stderr)
+	default:
+		fmt.Fprintf(stderr, "probe: unknown probe %q\n", name)
+		return 2
+	}
+	if err := json.NewEncoder(stdout).Encode(observation); err != nil {
+		fmt.Fprintln(stderr, "probe:", err)
+		return 1
+	}
+	return 0
+}
+
+// selfPrefix is the argv that started this probe, without the probe's own arguments.
+func selfPrefix(args []string) []string {
+	all := os.Args
+	if len(args) <= len(all) {
+		return all[:len(all)-len(args)]
+	}
+	return all[:1]
+}
+
+// NamespaceKinds are the /proc/self/ns links that tell a sandbox's namespaces from the host's.
+func NamespaceKinds() []string {
+	return []string{"user", "pid", "mnt", "net", "ipc", "uts", "cgroup"}
+}
+
+func observeLaunch() LaunchObservation {
+	observation := LaunchObservation{PID: os.Getpid(), UID: os.Getuid(), Namespaces: map[string]string{}}
+	for _, kind := range NamespaceKinds() {
+		if link, err := os.Readlink("/proc/self/ns/" + kind); err == nil {
+			observation.Namespaces[kind] = link
+		}
+	}
+	return observation
+}
+
+// observeFS runs OP:PATH operations in order.
+func observeFS(specs []string) FSObservation {
+	var observation FSObservation
+	for _, spec := range specs {
+		op, path, _ := strings.Cut(spec, ":")
+		switch op {
+		case "read":
+			content, err := readStart(path)
+			observation.Ops = append(observation.Ops, FileOp{Op: op, Path: path, Content: content, Error: errorText(err)})
+		case "list":
+			entries, err := list(path)
+			observation.Ops = append(observation.Ops, FileOp{Op: op, Path: path, Entries: entries, Error: errorText(err)})
+		default:
+			observation.Ops = append(observation.Ops, FileOp{Op: op, Path: path, Error: errorText(fileOperation(op, path))})
+		}
+	}
+	return observation
+}
+
+func fileOperation(op, path string) error {
+	switch op {
+	case "create":
+		file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = file.WriteString(Content)
+		return errors.Join(err, file.Close())
+	case "append":
+		file, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		_, err = file.WriteString(Content)
+		return errors.Join(err, file.Close())
+	case "remove":
+		return os.Remove(path)
+	}
+	return fmt.Errorf("unknown operation %q", op)
+}
+
+// readStart reads the start of a file (an empty file is read all the same).
+func readStart(path string) (string, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer file.Close()
+	buf := make([]byte, MaxContent)
+	n, err := io.ReadFull(file, buf)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = nil
+	}
+	return string(buf[:n]), err
+}
+
+// list names a directory's entries.
+func list(path string) ([]string, error) {
+	dir, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	names, err := dir.Readdirnames(MaxEntries)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return names, err
+}
+
+// observeFDs lists the probe's descriptors with bare system calls: os.ReadDir would start
+// the runtime's poller, whose epoll and eventfd descriptors would then be listed too. The
+// descriptor of the listing itself is left out.
+func observeFDs() FDObservation {
+	dir, err := syscall.Open("/proc/self/fd", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return FDObservation{Error: err.Error()}
+	}
+	defer syscall.Close(dir)
+	var names []string
+	buf := make([]byte, 8192)
+	for {
+		n, err := syscall.ReadDirent(dir, buf)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return FDObservation{Error: err.Error()}
+		}
+		if n <= 0 {
+			break
+		}
+		_, _, names = syscall.ParseDirent(buf[:n], -1, names)
+	}
+	var observation FDObservation
+	for _, name := range names {
+		fd, err := strconv.Atoi(name)
+		if err != nil || fd == dir {
+			continue
+		}
+		target, err := os.Readlink("/proc/self/fd/" + name)
+		if err != nil {
+			target = "(unreadable: " + err.Error() + ")"
+		}
+		observation.FDs = append(observation.FDs, FDEntry{FD: fd, Target: target})
+	}
+	return observation
+}
+
+func observeDial(args []string) DialObservation {
+	if len(args) != 1 {
+		return DialObservation{Error: "usage: dial HOST:PORT"}
+	}
+	conn, err := net.DialTimeout("tcp", args[0], 2*time.Second)
+	if err == nil {
+		conn.Close()
+	}
+	return DialObservation{Address: args[0], Error: errorText(err)}
+}
+
+func observeProcs() ProcObservation {
+	observation := ProcObservation{Self: os.Getpid()}
+	entries, _ := os.ReadDir("/proc")
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil {
+			continue
+		}
+		process := ProcEntry{PID: pid}
+		if stat, err := os.ReadFile("/proc/" + entry.Name() + "/stat"); err == nil {
+			process.Comm, process.PPID = parseStat(string(stat))
+		}
+		observation.Processes = append(observation.Processes, process)
+	}
+	return observation
+}
+
+// parseStat takes comm and ppid from /proc/PID/stat: "PID (COMM) STATE PPID ...", where
+// COMM may itself hold spaces and parentheses, so the last ')' ends it.
+func parseStat(stat string) (comm string, ppid int) {
+	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return "", 0
+	}
+	fields := strings.Fields(stat[end+1:])
+	if len(fields) >= 2 {
+		ppid, _ = strconv.Atoi(fields[1])
+	}
+	return stat[open+1 : end], ppid
+}
+
+func observeCaps() CapsObservation {
+	observation := CapsObservation{Caps: map[string]string{}}
+	status, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(status), "\n") {
+		key, value, found := strings.Cut(line, ":")
+		if found && strings.HasPrefix(key, "Cap") {
+			observation.Caps[key] = strings.TrimSpace(value)
+		}
+	}
+	return observation
+}
+
+func observeUserns() UsernsObservation {
+	argv := append(append([]string{}, selfPrefix([]string{"userns"})...), "noop")
+	errno := CloneUserNamespace(argv, os.Environ())
+	if errno == 0 {
+		return UsernsObservation{}
+	}
+	return UsernsObservation{Errno: int(errno), Error: unix.ErrnoName(errno) + ": " + errno.Error()}
+}
+
+// spawn starts a grandchild in its own session (so a process-group kill would miss it)
+// that writes MARKER, reports once the marker exists, and then waits to be killed.
+func spawn(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 2 {
+		fmt.Fprintln(stderr, "probe: usage: spawn TOKEN MARKER")
+		return 2
+	}
+	prefix := selfPrefix(append([]string{"spawn"}, args...))
+	child := exec.Command(prefix[0], append(append([]string{}, prefix[1:]...), "hold", args[0], args[1])...)
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	child.Stderr = stderr
+	observation := SpawnObservation{}
+	if err := child.Start(); err != nil {
+		observation.Error = err.Error()
+	} else {
+		observation.Ready = waitForFile(args[1], 10*time.Second)
+	}
+	_ = json.NewEncoder(stdout).Encode(observation)
+	time.Sleep(holdBound)
+	return 3
+}
+
+// hold is the grandchild: its argv carries the token, so the host can look for it in
+// /proc/*/cmdline after the sandbox is gone.
+func hold(args []string, stderr io.Writer) int {
+	if len(args) != 2 {
+		fmt.Fprintln(stderr, "probe: usage: hold TOKEN MARKER")
+		return 2
+	}
+	marker, err := os.OpenFile(args[1], os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		fmt.Fprintln(stderr, "probe:", err)
+		return 1
+	}
+	fmt.Fprintf(marker, "%d\n", os.Getpid())
+	time.Sleep(holdBound)
+	marker.Close()
+	return 3
+}
+
+func waitForFile(path string, bound time.Duration) bool {
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return true
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return false
+}
+
+// CloneUserNamespace starts argv in a new user namespace and returns the kernel's errno
+// (0: created). A fresh process, so the Go runtime's threads do not matter (unshare would
+// refuse a threaded caller with EINVAL). Our own ids are mapped, so exec's permission
+// checks stay as they are outside.
+func CloneUserNamespace(argv, env []string) syscall.Errno {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.WaitDelay = time.Second
+	uid, gid := os.Getuid(), os.Getgid()
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+	}
+	var errno syscall.Errno
+	if err := cmd.Start(); err != nil {
+		if errors.As(err, &errno) {
+			return errno
+		}
+		return 0
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	return 0
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

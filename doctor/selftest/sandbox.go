@@ -1,0 +1,155 @@
+package selftest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwrapkit/bwrapkit/doctor/probe"
+	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/sandbox"
+)
+
+// CanaryVar is set in the environment the doctor builds every sandbox policy from, and
+// must never be seen inside: env-clear proves it.
+const CanaryVar = "BWRAPKIT_DOCTOR_CANARY"
+
+// Env is what the self-tests run through: the bwrap in use with its probed features, the
+// probe, the caller's environment (as `bwrapkit run` builds its policy from it) and the
+// scene on the host.
+type Env struct {
+	Bwrap    string
+	Features sandbox.Features
+	Probe    probe.Command
+	Environ  []string
+	Scene    *Scene
+	// Homes are where secrets-hidden plants its secrets: the caller's real home, and /root
+	// when the caller is root. One that does not exist is left alone, never created.
+	Homes []string
+}
+
+// ProbeRun is one run of the probe through sandbox.Run, the path every caller uses.
+type ProbeRun struct {
+	Name    string
+	Args    []string
+	Network bool
+	Timeout time.Duration // the sandbox's --timeout; 0: none
+}
+
+// ProbeResult is what came back: the Result, the probe's stdout and bwrap's stderr.
+type ProbeResult struct {
+	Result sandbox.Result
+	Stdout []byte
+	Stderr string
+}
+
+// launchBound is how long bwrap may take to report the sandboxed child.
+const launchBound = 10 * time.Second
+
+// Run runs the probe in a sandbox over the scene's workdir. An error is either an
+// *sandbox.UnavailableError (the sandbox was not built) or a problem of the doctor's own.
+func (e *Env) Run(ctx context.Context, run ProbeRun) (ProbeResult, error) {
+	command := e.Probe.Argv
+	if len(command) == 0 || !filepath.IsAbs(command[0]) {
+		return ProbeResult{}, errors.New("no self-test probe configured (an absolute path to bwrapkit)")
+	}
+	environ := append(append([]string{}, e.Environ...), CanaryVar+"="+e.Scene.token)
+	policy, err := sandbox.NewPolicy(sandbox.Request{
+		Workdir:  e.Scene.workdir,
+		ReadOnly: []string{command[0]},
+		Network:  run.Network,
+		Env:      e.Probe.Env,
+	}, environ)
+	if err != nil {
+		return ProbeResult{}, err
+	}
+	policy.Features = e.Features
+	var stdout, stderr limitedBuffer
+	argv := append(append(append([]string{}, command...), run.Name), run.Args...)
+	result, err := sandbox.Run(ctx, policy, argv, sandbox.Options{
+		Bwrap:         e.Bwrap,
+		Stdout:        &stdout,
+		Stderr:        &stderr,
+		Timeout:       run.Timeout,
+		LaunchTimeout: launchBound,
+	})
+	return ProbeResult{Result: result, Stdout: stdout.Bytes(), Stderr: stderr.String()}, err
+}
+
+// Decode reads the probe's JSON observation, or says why the run cannot be judged.
+func Decode[T any](res ProbeResult, err error) (T, error) {
+	var observation T
+	if err != nil {
+		return observation, err
+	}
+	if res.Result.ExitCode != 0 {
+		return observation, fmt.Errorf("the probe exited %d: %s", res.Result.ExitCode, OrNothing(LastLine(res.Stderr)))
+	}
+	if err := json.Unmarshal(res.Stdout, &observation); err != nil {
+		return observation, fmt.Errorf("the probe's report is unreadable (%v): %q", err, truncate(string(res.Stdout), 200))
+	}
+	return observation, nil
+}
+
+// limitedBuffer keeps the first 64 KiB: a probe's report is small, and a runaway one must
+// not fill the doctor's memory.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+const limitedBufferSize = 64 << 10
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := limitedBufferSize - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+func (b *limitedBuffer) String() string { return string(b.Bytes()) }
+
+// OrNothing stands in for an empty stderr line.
+func OrNothing(s string) string {
+	if s == "" {
+		return "(nothing on stderr)"
+	}
+	return s
+}
+
+// LastLine is the last non-empty line of text, trimmed.
+func LastLine(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// Failed is a check that could not be judged: the sandbox or the doctor itself failed.
+func Failed(summary string, err error) report.Check {
+	var unavailable *sandbox.UnavailableError
+	if errors.As(err, &unavailable) {
+		return report.Check{Status: report.StatusFail, Summary: summary + ": the sandbox was not built",
+			Detail: unavailable.Error(), Remedy: "see the launch check"}
+	}
+	return report.Check{Status: report.StatusFail, Summary: summary + ": " + strings.TrimSpace(err.Error())}
+}

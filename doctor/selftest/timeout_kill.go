@@ -1,0 +1,95 @@
+package selftest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bwrapkit/bwrapkit/doctor/probe"
+	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/sandbox"
+)
+
+// killBounds are the sandbox timeouts timeout-kill tries. The first is short to keep the
+// doctor fast: a few launches' worth, as the launch check measured this host. A longer one
+// is tried only when the grandchild had no time to start (a loaded host), since a kill
+// before it exists proves nothing.
+func killBounds(launch time.Duration) []time.Duration {
+	first := min(max(5*launch, 75*time.Millisecond), time.Second)
+	return []time.Duration{first, time.Second, 5 * time.Second}
+}
+
+// TimeoutKill is the self-test of its name; see doctor/README.md for why it can fail and pass.
+func TimeoutKill(ctx context.Context, env *Env, launched Launched) report.Check {
+	fixture := env.Scene
+	var check report.Check
+	for attempt, bound := range killBounds(launched.Result.Duration) {
+		token := fmt.Sprintf("bwrapkit-kill-%s-%d", fixture.token, attempt)
+		marker := filepath.Join(fixture.workdir, token)
+		res, err := env.Run(ctx, ProbeRun{Name: "spawn", Args: []string{token, marker}, Timeout: bound})
+		if err != nil {
+			return Failed("the timeout probe did not run", err)
+		}
+		var spawned probe.SpawnObservation
+		_ = json.Unmarshal(res.Stdout, &spawned)
+		// The marker on the host, not the probe's word, says the grandchild ran.
+		_, markerErr := os.Stat(marker)
+		spawned.Ready = markerErr == nil
+		if !spawned.Ready && spawned.Error == "" {
+			spawned.Error = fmt.Sprintf("no marker within the %v timeout", bound)
+		}
+		check = timeoutKillVerdict(res.Result, spawned, survivors(ctx, token))
+		if spawned.Ready || ctx.Err() != nil {
+			break
+		}
+	}
+	return check
+}
+
+// timeoutKillVerdict: the timeout fired (124), and no process carrying the token survived
+// on the host, the setsid grandchild included.
+func timeoutKillVerdict(result sandbox.Result, spawned probe.SpawnObservation, survivors []string) report.Check {
+	detail := fmt.Sprintf("timed out: %v, exit %d, grandchild started: %v", result.TimedOut, result.ExitCode, spawned.Ready)
+	switch {
+	case len(survivors) > 0:
+		return breach("processes survived the timeout: "+strings.Join(survivors, ", "), detail)
+	case !result.TimedOut || result.ExitCode != 124:
+		return report.Check{Status: report.StatusFail, Summary: fmt.Sprintf("the timeout did not end the sandbox (exit %d)", result.ExitCode), Detail: detail, Remedy: boundaryRemedy}
+	case !spawned.Ready:
+		return report.Check{Status: report.StatusFail, Summary: "the grandchild never started, so the kill proves nothing: " + OrNothing(spawned.Error), Detail: detail}
+	}
+	return pass("on timeout every process died, a setsid grandchild included (exit 124)", detail)
+}
+
+// survivors lists the host's processes whose command line carries token, waiting briefly
+// for the kernel to finish tearing the namespace down.
+func survivors(ctx context.Context, token string) []string {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		found := processesWith(token)
+		if len(found) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return found
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func processesWith(token string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var found []string
+	for _, entry := range entries {
+		if _, err := strconv.Atoi(entry.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + entry.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(cmdline), token) {
+			found = append(found, entry.Name()+": "+strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
+		}
+	}
+	return found
+}

@@ -17,6 +17,9 @@ type ApplyError struct {
 }
 
 func (e *ApplyError) Error() string {
+	if e.Pid <= 0 {
+		return fmt.Sprintf("no sandbox child to bound (pid %d): read child-pid from bwrap's --json-status-fd", e.Pid)
+	}
 	name := resourceName(e.Resource)
 	msg := fmt.Sprintf("cannot set %s=%s on the sandbox (pid %d): %v", name, format(e.Want.Max, isSize(e.Resource)), e.Pid, e.Err)
 	if errors.Is(e.Err, unix.EPERM) && e.Want.Max > e.Had.Max {

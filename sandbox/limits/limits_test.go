@@ -299,8 +299,8 @@ func TestApplyErrorMessage(t *testing.T) {
 func TestApplyRefusesOwnPid(t *testing.T) {
 	// pid 0 means the caller to prlimit(2): it must not bound bwrapkit and report success.
 	var aerr *ApplyError
-	if err := Apply(0, Defaults()); !errors.As(err, &aerr) {
-		t.Fatalf("Apply(0) = %v, want *ApplyError", err)
+	if err := Apply(0, Defaults()); !errors.As(err, &aerr) || !strings.Contains(err.Error(), "no sandbox child") {
+		t.Fatalf("Apply(0) = %v, want *ApplyError naming the missing child", err)
 	}
 }
 

@@ -211,10 +211,11 @@ func TestLiveNproc(t *testing.T) {
 	l := mustParse(t, "nproc="+strconv.Itoa(nproc))
 	for _, bw := range livetest.Bwraps(t) {
 		t.Run(bw.Name, func(t *testing.T) {
+			outside := hostTasks(t, os.Getuid())
 			got := runBounded(t, bw.Path, l, true, nil, "fork", strconv.Itoa(nproc+50))
 			forked, tasks, stop := got.num(t, "forked"), got.num(t, "tasks"), got.get(t, "stop")
-			t.Logf("uid %d: baseline %d tasks, forked %d, %d tasks at the stop, stop=%s",
-				os.Getuid(), got.num(t, "baseline"), forked, tasks, stop)
+			t.Logf("uid %d (%d tasks on the host before): baseline %d tasks, forked %d, %d tasks at the stop, stop=%s",
+				os.Getuid(), outside, got.num(t, "baseline"), forked, tasks, stop)
 			if asRoot() {
 				// Documented in README.md: nproc does not bind a root caller.
 				if stop != "ok" || forked != nproc+50 {
@@ -388,6 +389,36 @@ func TestLiveBlockFdEOFReleases(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hostTasks counts the threads on the host whose real uid is uid.
+func hostTasks(t *testing.T, uid int) int {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, proc := range procs {
+		if _, err := strconv.Atoi(proc.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + proc.Name() + "/status")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		var real, threads int
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+				real, _ = strconv.Atoi(f[1])
+			} else if len(f) > 1 && f[0] == "Threads:" {
+				threads, _ = strconv.Atoi(f[1])
+			}
+		}
+		if real == uid {
+			total += threads
+		}
+	}
+	return total
 }
 
 // hasCapSysResource reports whether this process may raise hard limits.

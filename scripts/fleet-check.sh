@@ -174,7 +174,7 @@ kill "$exporter" && wait "$exporter" 2>/dev/null || true
 [ -z "$made_state_mount" ] || rmdir /var/lib/bwrapkit-doctor
 grep -qx 'node_textfile_scrape_error 0' "$prefix/metrics" || { cat "$prefix/node-exporter.log" >&2; die "node_textfile_scrape_error is not 0"; }
 grep -qx 'bwrapkit_doctor_healthy 1' "$prefix/metrics" || die "no bwrapkit_doctor_healthy 1 in the scrape"
-checks=$("$binary" doctor --help | sed -n 's/^Checks: //p' | tr -d '.' | tr ',' ' ')
+checks=$("$binary" doctor --help | sed -n 's/^Checks: //p' | sed 's/\.$//' | tr ',' ' ')
 [ -n "$checks" ] || die "cannot read the check ids from bwrapkit doctor --help"
 for check in $checks; do
   grep -qx "bwrapkit_doctor_check_ok{check=\"$check\"} 1" "$prefix/metrics" || die "the scrape lacks bwrapkit_doctor_check_ok{check=\"$check\"} 1"
@@ -202,7 +202,7 @@ wait_http "http://127.0.0.1:$mirror_port/bwrap-0.12.0-linux-amd64.tar.gz"
 export ANSIBLE_HOME=$prefix/ansible ANSIBLE_LOCAL_TEMP=$prefix/ansible/tmp ANSIBLE_REMOTE_TEMP=$prefix/ansible/tmp \
   ANSIBLE_ROLES_PATH=$repo/contrib/ansible/roles ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 \
   ANSIBLE_PYTHON_INTERPRETER=$py ANSIBLE_LOCALHOST_WARNING=0 ANSIBLE_INVENTORY_UNPARSED_WARNING=0
-mkdir -p "$prefix/ansible/tmp" "$prefix/textfile-ansible"
+mkdir -p "$prefix/ansible/tmp" "$prefix/textfile-ansible" "$prefix/download"
 printf '[agents]\nlocalhost ansible_connection=local\n' >"$prefix/inventory"
 binary_sha256=$(sha256_of "$binary")
 # Every path of the role under the prefix; become off (this is root, and sudo may be absent).
@@ -211,6 +211,7 @@ cat >"$prefix/vars.json" <<EOF
  "bwrapkit_bin_path": "$prefix/usr/local/bin/bwrapkit", "bwrapkit_home": "$prefix/lib/bwrapkit",
  "bwrapkit_install_mirror": "http://127.0.0.1:$mirror_port/", "bwrapkit_install_manifest": "",
  "bwrapkit_doctor_bwrap": "$prefix/lib/bwrapkit/bin/bwrap", "bwrapkit_doctor_fix": true,
+ "bwrapkit_doctor_cache_dir": "$prefix/cache", "bwrapkit_download_dir": "$prefix/download",
  "bwrapkit_systemd_dir": "$prefix/etc/systemd/system", "bwrapkit_sysusers_dir": "$prefix/etc/sysusers.d",
  "bwrapkit_tmpfiles_dir": "$prefix/etc/tmpfiles.d", "bwrapkit_textfile_dir": "$prefix/textfile-ansible",
  "ansible_become": false}
@@ -220,7 +221,12 @@ sed -n '/^<!-- fleet:ansible -->$/,/^```$/p' "$repo/README.md" | sed '1,2d;$d' >
 [ -s "$prefix/site.yml" ] || die "README.md has no <!-- fleet:ansible --> playbook"
 playbook() { bounded 300 ansible-playbook -i "$prefix/inventory" -e "@$prefix/vars.json" "$@"; }
 recap_changed() { sed -n 's/^localhost *: .* changed=\([0-9]*\) .*/\1/p' "$1"; }
-snapshot() { (cd "$prefix" && find usr lib etc -printf '%p %y %m %s %T@\n' 2>/dev/null | sort); }
+# What the role wrote: its paths under the prefix, and anything left in the download
+# directory. Not the doctor's cache directory: every doctor run (also in --check, where
+# it verifies and changes nothing) makes and removes its self-test workdirs there.
+snapshot() {
+  (cd "$prefix" && { find usr lib etc -printf '%p %y %m %s %T@\n' 2>/dev/null; find download -mindepth 1 -printf '%p %y %m %s %T@\n'; } | sort)
+}
 
 log "  a wrong sha256 fails the play before anything changes (URL, then local file)"
 for source in url src; do
@@ -265,14 +271,20 @@ kill "$mirror" && wait "$mirror" 2>/dev/null || true
 step "README: the install-time preflight example"
 sed -n '/^<!-- fleet:preflight -->$/,/^```$/p' "$repo/README.md" | sed '1,2d;$d' >"$prefix/preflight.sh"
 [ -s "$prefix/preflight.sh" ] || die "README.md has no <!-- fleet:preflight --> script"
-mkdir -p "$prefix/preflight-bin"
+# As an unprivileged user, the way a project's own install script usually runs (root's
+# doctor currently fails selftest.secrets-hidden when its workdir is under /root/.cache).
+mkdir -p "$prefix/preflight-bin" "$prefix/preflight-home"
 ln -s "$binary" "$prefix/preflight-bin/bwrapkit"
-PATH=$prefix/preflight-bin:$PATH bounded 120 sh "$prefix/preflight.sh" >"$prefix/preflight.out" 2>&1 ||
+chown 65534:65534 "$prefix/preflight-home"
+as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$prefix/preflight-home"
+  PATH="$prefix/preflight-bin:/usr/bin:/bin")
+bounded 120 "${as_nobody[@]}" sh "$prefix/preflight.sh" >"$prefix/preflight.out" 2>&1 ||
   { cat "$prefix/preflight.out" >&2; die "the preflight failed on a host that can sandbox"; }
+grep -q 'this host can sandbox' "$prefix/preflight.out" || die "the preflight did not show the doctor's verdict"
 # And it stops an install on a host that cannot: bwrap is not a bwrap.
-expect_fail "the preflight where bwrap is /bin/false" env PATH="$prefix/preflight-bin:$PATH" BWRAPKIT_BWRAP=/bin/false \
-  bounded 120 sh "$prefix/preflight.sh"
+expect_fail "the preflight where bwrap is /bin/false" bounded 120 "${as_nobody[@]}" BWRAPKIT_BWRAP=/bin/false sh "$prefix/preflight.sh"
 grep -q 'cannot sandbox' "$prefix/expect.out" || die "the preflight's failure says nothing: $(cat "$prefix/expect.out")"
+grep -q 'installing' "$prefix/expect.out" && die "the preflight went on installing on a host that cannot sandbox"
 
 step "README: the timer + textfile commands, into an empty root"
 sed -n '/^<!-- fleet:timer -->$/,/^```$/p' "$repo/README.md" | sed '1,2d;$d' >"$prefix/timer.sh"

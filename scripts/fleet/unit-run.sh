@@ -51,7 +51,7 @@ while IFS= read -r line; do
   [ "$value" = "${want[$key]}" ] || die "the unit sets $key=$value; this emulation reproduces $key=${want[$key]}"
 done <<<"$settings"
 for key in "${!want[@]}"; do
-  printf '%s\n' "$settings" | grep -q "^$key=" || die "the unit no longer sets $key: update want[] here"
+  grep -q "^$key=" <<<"$settings" || die "the unit no longer sets $key: update want[] here"
 done
 [ "$(get Type)" = oneshot ] || die "Type= must be oneshot"
 

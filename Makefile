@@ -63,8 +63,9 @@ lint:
 	$(GO) vet ./...
 	shellcheck -x scripts/*.sh scripts/fleet/*.sh .ci/run
 
-# Everything CI checks: its dependencies, lint, the suite as root, the suite as nobody.
-check: deps lint test test-unprivileged
+# Everything CI checks: its dependencies, lint, the suite as root, the suite as nobody, the
+# fleet checks (about 35 s).
+check: deps lint test test-unprivileged fleet
 
 bench: build test-bwraps
 	$(GO) test -run '^$$' -bench 'Argv|Run' -benchmem ./sandbox

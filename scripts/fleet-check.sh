@@ -73,6 +73,7 @@ cp "$binary" "$prefix/verify/bin/bwrapkit"
 cp "$units/bwrapkit-doctor.service" "$units/bwrapkit-doctor.timer" "$prefix/verify/units/"
 verify_units() { # verify_units DIR: any message is a failure (verify exits 0 on parse warnings)
   local out
+  # shellcheck disable=SC2016 # expanded by the inner sh
   out=$(cd "$1" && bounded 60 unshare --mount --propagation private -- sh -c \
     'mount --bind "$0" /usr/local/bin && exec systemd-analyze verify bwrapkit-doctor.service bwrapkit-doctor.timer' \
     "$prefix/verify/bin" 2>&1) || { echo "$out" >&2; return 1; }
@@ -103,6 +104,13 @@ grep -qx 'bwrapkit_doctor_healthy 1' "$state/bwrapkit.prom" || { cat "$state/bwr
 [ "$(stat -c %a "$state/bwrapkit.prom")" = 644 ] || die "the textfile is not 0644"
 [ "$(find "$state" -name '.bwrapkit.prom.tmp-*' | wc -l)" = 0 ] || die "a temp file was left behind"
 [ "$(stat -c %u "$state/bwrapkit.prom")" != 0 ] || die "the textfile was written by root, not the unit's user"
+
+log "  the emulation refuses a unit with an option it does not reproduce, or without one it does"
+sed 's/^ProtectControlGroups=yes$/&\nProtectKernelTunables=yes/' "$units/bwrapkit-doctor.service" >"$prefix/extra.service"
+expect_fail "unit-run with ProtectKernelTunables=yes" "$repo/scripts/fleet/unit-run.sh" "$prefix/extra.service" "$binary" "$state"
+grep -q 'ProtectKernelTunables=yes, which this emulation does not reproduce' "$prefix/expect.out" || die "unexpected: $(cat "$prefix/expect.out")"
+sed '/^NoNewPrivileges=yes$/d' "$units/bwrapkit-doctor.service" >"$prefix/fewer.service"
+expect_fail "unit-run without NoNewPrivileges=" "$repo/scripts/fleet/unit-run.sh" "$prefix/fewer.service" "$binary" "$state"
 
 step "ExecStart= again, judging the pinned static bwrap (BWRAPKIT_BWRAP, as the role's drop-in sets it)"
 bounded 120 "$repo/scripts/fleet/unit-run.sh" "$units/bwrapkit-doctor.service" "$binary" "$state" \
@@ -163,6 +171,7 @@ port=$(free_port)
 made_state_mount=
 [ -e /var/lib/bwrapkit-doctor ] || { mkdir /var/lib/bwrapkit-doctor && made_state_mount=1; }
 # In its own mount namespace, /var/lib/bwrapkit-doctor is the state directory above.
+# shellcheck disable=SC2016 # expanded by the inner sh
 unshare --mount --propagation private -- sh -c 'mount --bind "$0" /var/lib/bwrapkit-doctor && exec "$@"' "$state" \
   prometheus-node-exporter --web.listen-address="127.0.0.1:$port" --collector.disable-defaults \
   --collector.textfile --collector.textfile.directory="$prefix/textfile" >"$prefix/node-exporter.log" 2>&1 &
@@ -170,7 +179,8 @@ exporter=$!
 pids+=("$exporter")
 wait_http "http://127.0.0.1:$port/metrics"
 bounded 10 curl -fsS -m 5 "http://127.0.0.1:$port/metrics" >"$prefix/metrics"
-kill "$exporter" && wait "$exporter" 2>/dev/null || true
+kill "$exporter"
+wait "$exporter" 2>/dev/null || true
 [ -z "$made_state_mount" ] || rmdir /var/lib/bwrapkit-doctor
 grep -qx 'node_textfile_scrape_error 0' "$prefix/metrics" || { cat "$prefix/node-exporter.log" >&2; die "node_textfile_scrape_error is not 0"; }
 grep -qx 'bwrapkit_doctor_healthy 1' "$prefix/metrics" || die "no bwrapkit_doctor_healthy 1 in the scrape"
@@ -190,6 +200,7 @@ for mutation in 's/bwrapkit_doctor_healthy == 0/bwrapkit_doctor_healthy == 2/' '
   's/unless on (job, instance)/and on (job, instance)/' 's/|1\[01\]//'; do
   sed "$mutation" "$rules/bwrapkit.rules.yml" >"$prefix/rules/bwrapkit.rules.yml"
   ! cmp -s "$rules/bwrapkit.rules.yml" "$prefix/rules/bwrapkit.rules.yml" || die "mutation $mutation changed nothing"
+  # shellcheck disable=SC2016 # expanded by the inner sh
   expect_fail "promtool test rules with $mutation" sh -c 'cd "$0" && exec promtool test rules bwrapkit.rules.test.yml' "$prefix/rules"
 done
 
@@ -260,13 +271,17 @@ log "  verify"
 playbook "$repo/contrib/ansible/tests/verify.yml" -e "bwrapkit_pinned_sha256=$pinned_sha256" \
   -e "bwrapkit_state_dir=$prefix/state-ansible" >"$prefix/verify.log" 2>&1 || { cat "$prefix/verify.log" >&2; die "verify failed"; }
 
-log "  preflight: a host that cannot sandbox fails the play with the failing checks and remedies"
-expect_fail "the role where bwrap is not a bwrap" playbook "$prefix/site.yml" -e bwrapkit_doctor_bwrap=/bin/false -e bwrapkit_doctor_fix=false
+log "  preflight: a host that cannot sandbox fails the play with the failing checks and remedies, after --fix"
+# --fix runs (its install finds the pin active, so no network) and cannot lift this:
+# BWRAPKIT_BWRAP names a binary that is not bwrap.
+expect_fail "the role where bwrap is not a bwrap" playbook "$prefix/site.yml" -e bwrapkit_doctor_bwrap=/bin/false
+grep -q 'doctor --fix` ran first and left these failing' "$prefix/expect.out" || die "--fix did not run before the preflight"
 grep -q 'cannot sandbox: bwrapkit doctor' "$prefix/expect.out" || die "no preflight message: $(tail -20 "$prefix/expect.out")"
 grep -q -- '- bwrap.found: ' "$prefix/expect.out" || grep -q -- '- bwrap.features: ' "$prefix/expect.out" ||
   die "the preflight does not name the failing check: $(tail -20 "$prefix/expect.out")"
 grep -q 'remedy: ' "$prefix/expect.out" || die "the preflight gives no remedy"
-kill "$mirror" && wait "$mirror" 2>/dev/null || true
+kill "$mirror"
+wait "$mirror" 2>/dev/null || true
 
 step "README: the install-time preflight example"
 sed -n '/^<!-- fleet:preflight -->$/,/^```$/p' "$repo/README.md" | sed '1,2d;$d' >"$prefix/preflight.sh"
@@ -297,5 +312,4 @@ for file in etc/systemd/system/bwrapkit-doctor.service etc/systemd/system/bwrapk
   etc/sysusers.d/bwrapkit-doctor.conf etc/tmpfiles.d/bwrapkit-doctor.conf; do
   [ -f "$prefix/timer-root/$file" ] || die "the README's timer commands did not place $file"
 done
-step_done=1
 step "done"

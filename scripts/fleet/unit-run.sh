@@ -36,7 +36,7 @@ get() { printf '%s\n' "$settings" | sed -n "s/^$1=//p" | tail -1; }
 
 # Every setting must be one this script reproduces, with the value it reproduces.
 declare -A want=(
-  [CapabilityBoundingSet]= [AmbientCapabilities]= [NoNewPrivileges]=yes
+  [CapabilityBoundingSet]="" [AmbientCapabilities]="" [NoNewPrivileges]=yes
   [ProtectSystem]=strict [ProtectHome]=yes [PrivateTmp]=yes [PrivateDevices]=yes
   [ProtectProc]=invisible [ProtectControlGroups]=yes [PrivateNetwork]=yes
   [SystemCallErrorNumber]=EPERM [SystemCallArchitectures]=native [LockPersonality]=yes
@@ -96,6 +96,7 @@ mkdir -p "$scratch/bin" "$scratch/olddev"
 cp "$binary" "$scratch/bin/$(basename "$program")"
 
 # The namespace side, run by unshare below as root with a private mount table.
+# shellcheck disable=SC2317 # called through the inner bash's declarations
 inner() {
   set -euo pipefail
   mount --make-rprivate /

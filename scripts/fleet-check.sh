@@ -8,8 +8,9 @@
 # Each command is bounded in time; every process it starts is ended by its pid and
 # everything it writes is under one temporary prefix, removed at exit. Needs
 # scripts/ci-deps.sh's packages (systemd, prometheus, prometheus-node-exporter,
-# ansible-core, python3-seccomp, curl, util-linux) and .cache/bwraps from
-# scripts/get-test-bwraps.sh (the pinned release asset, served as a loopback mirror).
+# ansible-core, python3-seccomp, strace, meson, curl, util-linux) and .cache/bwraps from
+# scripts/get-test-bwraps.sh (the pinned release asset, served as a loopback mirror, and
+# the 0.12.0 source, built once more as a distribution with -Dassume_kernel builds it).
 set -euo pipefail
 exec </dev/null
 # shellcheck source=scripts/lib.sh
@@ -22,7 +23,7 @@ binary=$(realpath "$1")
 [ -x "$binary" ] || die "$1 is not an executable bwrapkit (make build)"
 py=/usr/bin/python3 # Debian's, which has the seccomp module; not a PATH shim's
 for tool in systemd-analyze systemd-sysusers systemd-tmpfiles promtool prometheus-node-exporter \
-  ansible-playbook curl unshare setpriv findmnt ip; do
+  ansible-playbook curl unshare setpriv findmnt ip strace meson ninja; do
   command -v "$tool" >/dev/null || die "$tool missing: run scripts/ci-deps.sh"
 done
 "$py" -c 'import seccomp' 2>/dev/null || die "python3-seccomp missing: run scripts/ci-deps.sh"
@@ -112,6 +113,20 @@ grep -q 'ProtectKernelTunables=yes, which this emulation does not reproduce' "$p
 sed '/^NoNewPrivileges=yes$/d' "$units/bwrapkit-doctor.service" >"$prefix/fewer.service"
 expect_fail "unit-run without NoNewPrivileges=" "$repo/scripts/fleet/unit-run.sh" "$prefix/fewer.service" "$binary" "$state"
 
+log "  the emulation has teeth: without AF_NETLINK in RestrictAddressFamilies= no sandbox starts; without AF_INET no network self-test"
+narrow() { # narrow FAMILY: the unit without FAMILY, run into $prefix/narrow-state
+  sed "/^RestrictAddressFamilies=/s/ $1\b//" "$units/bwrapkit-doctor.service" >"$prefix/narrow.service"
+  ! cmp -s "$units/bwrapkit-doctor.service" "$prefix/narrow.service" || die "no $1 to drop"
+  rm -rf "$prefix/narrow-state" && mkdir "$prefix/narrow-state"
+  bounded 120 "$repo/scripts/fleet/unit-run.sh" "$prefix/narrow.service" "$binary" "$prefix/narrow-state"
+}
+expect_fail "the doctor without AF_NETLINK" narrow AF_NETLINK
+grep -qx 'bwrapkit_doctor_check_ok{check="launch"} 0' "$prefix/narrow-state/bwrapkit.prom" || die "without AF_NETLINK, launch did not fail"
+# The doctor counts a network self-test it cannot set up as skipped, not failed.
+narrow AF_INET >/dev/null 2>&1 || true
+grep -qx 'bwrapkit_doctor_check_ok{check="selftest.network"} 0' "$prefix/narrow-state/bwrapkit.prom" || die "without AF_INET, the network self-test still passed"
+rm -rf "$prefix/narrow-state"
+
 step "ExecStart= again, judging the pinned static bwrap (BWRAPKIT_BWRAP, as the role's drop-in sets it)"
 bounded 120 "$repo/scripts/fleet/unit-run.sh" "$units/bwrapkit-doctor.service" "$binary" "$state" \
   BWRAPKIT_BWRAP="$repo/.cache/bwraps/bwrap-0.12.0"
@@ -158,10 +173,22 @@ expect_fail "bwrap under @system-service alone" bounded 30 "$py" "$repo/scripts/
 # this one survives it. A build with -Dassume_kernel >= 5.6 does not (bubblewrap#774).
 bounded 30 "$py" "$repo/scripts/fleet/seccomp-exec.py" --restrict-suid-sgid -- "${sandbox[@]}" ||
   die "the pinned bwrap failed under RestrictSUIDSGID's filter"
-if command -v strace >/dev/null; then
-  bounded 30 strace -f -qq -e trace=openat2 -o "$prefix/strace" "$py" "$repo/scripts/fleet/seccomp-exec.py" --restrict-suid-sgid -- "${sandbox[@]}"
-  grep -q 'openat2(.*= -1 ENOSYS' "$prefix/strace" || die "the filter did not answer openat2 with ENOSYS"
-fi
+bounded 30 strace -f -qq -e trace=openat2 -o "$prefix/strace" "$py" "$repo/scripts/fleet/seccomp-exec.py" --restrict-suid-sgid -- "${sandbox[@]}"
+grep -q 'openat2(.*= -1 ENOSYS' "$prefix/strace" || die "the filter did not answer openat2 with ENOSYS"
+# The same 0.12.0 source built as Arch builds it (-Dassume_kernel, no openat2 fallback):
+# fine without the filter, broken under it.
+source_tarball=$repo/.cache/bwraps/bubblewrap_0.12.0.orig.tar.xz
+[ -f "$source_tarball" ] || die "$source_tarball missing: run scripts/get-test-bwraps.sh"
+mkdir "$prefix/assume-kernel"
+tar -xJf "$source_tarball" -C "$prefix/assume-kernel" --strip-components=1
+(cd "$prefix/assume-kernel" && bounded 120 meson setup build -Dassume_kernel=6.1.0 -Dselinux=disabled -Dman=disabled \
+  -Dbash_completion=disabled -Dzsh_completion=disabled -Dtests=false && bounded 300 ninja -C build) >"$prefix/assume-kernel.log" 2>&1 ||
+  { cat "$prefix/assume-kernel.log" >&2; die "cannot build bwrap with -Dassume_kernel"; }
+sandbox[0]=$prefix/assume-kernel/build/bwrap
+bounded 30 "${sandbox[@]}" || die "the -Dassume_kernel bwrap does not run here at all"
+expect_fail "the -Dassume_kernel bwrap under RestrictSUIDSGID" bounded 30 "$py" "$repo/scripts/fleet/seccomp-exec.py" --restrict-suid-sgid -- "${sandbox[@]}"
+grep -q 'Function not implemented' "$prefix/expect.out" || die "unexpected failure: $(cat "$prefix/expect.out")"
+log "  RestrictSUIDSGID= and a -Dassume_kernel build: $(cat "$prefix/expect.out")"
 
 step "node_exporter (textfile collector only, 127.0.0.1) scrapes the doctor's textfile through the tmpfiles.d link"
 mkdir -p "$prefix/textfile"

@@ -37,10 +37,12 @@ get() { printf '%s\n' "$settings" | sed -n "s/^$1=//p" | tail -1; }
 # Every setting must be one this script reproduces, with the value it reproduces.
 declare -A want=(
   [CapabilityBoundingSet]="" [AmbientCapabilities]="" [NoNewPrivileges]=yes
-  [ProtectSystem]=strict [ProtectHome]=yes [PrivateTmp]=yes [PrivateDevices]=yes
+  [ProtectSystem]=strict [ProtectHome]=yes [PrivateTmp]=yes [PrivateMounts]=yes [PrivateDevices]=yes
   [ProtectProc]=invisible [ProtectControlGroups]=yes [PrivateNetwork]=yes
   [SystemCallErrorNumber]=EPERM [SystemCallArchitectures]=native [LockPersonality]=yes
-  [MemoryDenyWriteExecute]=yes [RestrictRealtime]=yes
+  [MemoryDenyWriteExecute]=yes [RestrictRealtime]=yes [ProtectHostname]=yes
+  # Not reproduced, and needs not be: it acts only after the run.
+  [RemoveIPC]=yes
 )
 # Not hardening; read below or irrelevant to a one-shot run here.
 free='^(Type|ExecStart|Environment|User|Group|StateDirectory|StateDirectoryMode|CacheDirectory|CacheDirectoryMode|TimeoutStartSec|Nice|IOSchedulingClass|UMask|RestrictAddressFamilies|SystemCallFilter)$'
@@ -150,7 +152,7 @@ inner() {
 inner_cmd="$(declare -p exec_start env_args scratch program state state_dir cache uid gid here settings)
 $(declare -f inner die get)
 inner"
-# ProtectHostname= is not set, but a private UTS namespace costs nothing here.
+# --uts: ProtectHostname=yes (its seccomp half, no sethostname, is SystemCallFilter='s).
 set +e
 unshare --mount --net --uts --propagation private -- bash -c "$inner_cmd"
 status=$?

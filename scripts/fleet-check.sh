@@ -128,8 +128,10 @@ grep -qx 'bwrapkit_doctor_check_ok{check="selftest.network"} 0' "$prefix/narrow-
 rm -rf "$prefix/narrow-state"
 
 step "ExecStart= again, judging the pinned static bwrap (BWRAPKIT_BWRAP, as the role's drop-in sets it)"
+# A copy under the prefix: a checkout under /home would be hidden by ProtectHome=.
+install -m 0755 "$repo/.cache/bwraps/bwrap-0.12.0" "$prefix/bwrap-0.12.0"
 bounded 120 "$repo/scripts/fleet/unit-run.sh" "$units/bwrapkit-doctor.service" "$binary" "$state" \
-  BWRAPKIT_BWRAP="$repo/.cache/bwraps/bwrap-0.12.0"
+  BWRAPKIT_BWRAP="$prefix/bwrap-0.12.0"
 grep -qx 'bwrapkit_doctor_healthy 1' "$state/bwrapkit.prom" || die "the doctor is not healthy with the pinned bwrap"
 grep -q '^bwrapkit_bwrap_info{.*version="0.12.0",source="env"' "$state/bwrapkit.prom" || die "the pinned bwrap was not the one judged"
 

@@ -14,7 +14,7 @@ SCRATCH  := $(CACHE)/scratch
 LIVE_PKGS := sandbox sandbox/seccomp sandbox/limits doctor doctor/selftest doctor/provenance install cmd/bwrapkit
 NOBODY   := setpriv --reuid=65534 --regid=65534 --clear-groups
 
-.PHONY: build doctor deps test-bwraps test test-unprivileged check bench lint e2e dist clean
+.PHONY: build doctor deps test-bwraps test test-unprivileged fleet check bench lint e2e dist clean
 
 build:
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o bwrapkit ./cmd/bwrapkit
@@ -53,13 +53,19 @@ test-unprivileged: test-bwraps build
 			$(CURDIR)/$(TESTBIN)/$$name.test -test.count=1 $(if $(V),-test.v)); \
 	done
 
+# Issue 11's fleet checks, as root: systemd units (verify, ExecStart under their hardening),
+# node_exporter, the Prometheus rules, the Ansible role, the README's Fleet examples.
+fleet: test-bwraps build
+	scripts/fleet-check.sh ./bwrapkit
+
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
-	shellcheck -x scripts/*.sh .ci/run
+	shellcheck -x scripts/*.sh scripts/fleet/*.sh .ci/run
 
-# Everything CI checks: its dependencies, lint, the suite as root, the suite as nobody.
-check: deps lint test test-unprivileged
+# Everything CI checks: its dependencies, lint, the suite as root, the suite as nobody, the
+# fleet checks (about 35 s).
+check: deps lint test test-unprivileged fleet
 
 bench: build test-bwraps
 	$(GO) test -run '^$$' -bench 'Argv|Run' -benchmem ./sandbox

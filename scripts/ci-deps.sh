@@ -7,7 +7,11 @@
 #   meson ninja-build gcc libc6-dev  static bwrap build (build-static-bwrap.sh); libc6-dev: libc.a
 #   libcap-dev pkg-config binutils   libcap.a + libcap.pc; strip/readelf
 #   xz-utils curl ca-certificates    source tarball handling and downloads
-#   prometheus                       promtool (checks the doctor's --format prometheus output)
+#   prometheus                       promtool (checks the doctor's --format prometheus output, the rules)
+#   prometheus-node-exporter         make fleet scrapes the doctor's textfile with it (on loopback)
+#   ansible-core                     make fleet runs contrib/ansible's role against localhost
+#   systemd python3-seccomp strace   systemd-analyze verify/syscall-filter, sysusers, tmpfiles; the
+#                                    unit's seccomp settings rebuilt from systemd's own tables
 #   iproute2 util-linux              ip; setpriv/unshare for the as-nobody and namespace tests
 #   git make                         repo root lookup, Makefile targets
 #   the shellcheck package          make lint checks the scripts with it
@@ -42,7 +46,8 @@ pkgs=(
   bubblewrap
   meson ninja-build gcc libc6-dev libcap-dev pkg-config binutils
   xz-utils curl ca-certificates
-  prometheus
+  prometheus prometheus-node-exporter ansible-core
+  systemd python3-seccomp strace
   iproute2 util-linux
   git make
   shellcheck
@@ -61,10 +66,19 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 log "apt-get update"
 apt-get -q update
+exporter_was_installed=$(dpkg-query -W -f '${Status}' prometheus-node-exporter 2>/dev/null || true)
 log "apt-get install ${pkgs[*]}"
 apt-get -q install -y --no-install-recommends "${pkgs[@]}"
+# Debian's package starts node_exporter on every interface (:9100) where systemd runs; make
+# fleet starts its own on loopback, so one this script brought in is stopped and disabled.
+if [ "$exporter_was_installed" != "install ok installed" ] && [ -d /run/systemd/system ]; then
+  log "stopping and disabling the packaged prometheus-node-exporter.service (make fleet runs its own)"
+  systemctl disable --now prometheus-node-exporter.service
+fi
 
-for c in bwrap meson ninja gcc pkg-config strip xz curl promtool ip setpriv git make shellcheck npm; do
+for c in bwrap meson ninja gcc pkg-config strip xz curl promtool prometheus-node-exporter ansible-playbook \
+  systemd-analyze strace ip setpriv git make shellcheck npm; do
   command -v "$c" >/dev/null 2>&1 || die "$c still missing after install"
 done
+/usr/bin/python3 -c 'import seccomp' || die "python3-seccomp still missing after install"
 log "ok: $(bwrap --version), meson $(meson --version), npm $(npm --version)"

@@ -147,7 +147,7 @@ for output in /var/lib/prometheus/node-exporter/bwrapkit.prom /var/lib/bwrapkit-
   [ "$status" = 1 ] || { cat "$prefix/stderr" >&2; die "--output $output: exit $status, want 1"; }
   line=$(cat "$prefix/stderr")
   case $line in
-    "bwrapkit: --output: open $(dirname "$output")/.bwrapkit.prom.tmp-"*": "*) log "  journal line: $line" ;;
+    "bwrapkit: --output: "*"$(dirname "$output")"*": "*) log "  journal line: $line" ;;
     *) die "--output $output: stderr does not name the file and the cause: $line" ;;
   esac
 done

@@ -54,21 +54,11 @@ pinned static bwrap where one is missing, and runs commands behind a fail-closed
 		newArgvCmd(s, global),
 		newLocateCmd(s, global),
 		newDoctorCmd(s, global),
+		newInstallCmd(s, global),
 		newSelftestProbeCmd(s),
 		newVersionCmd(s),
 	)
-	addExtraCommands(root, s, global)
 	return root
-}
-
-// extraCommands is what still registers itself in init() (install.go, which is not this
-// file's owner's to change); it is to go, so that the list above is the whole CLI.
-var extraCommands []func(s streams, global *globalOptions) *cobra.Command
-
-func addExtraCommands(root *cobra.Command, s streams, global *globalOptions) {
-	for _, build := range extraCommands {
-		root.AddCommand(build(s, global))
-	}
 }
 
 // isCobraUsage recognises cobra's own usage errors, which are not typed.

@@ -20,7 +20,6 @@ import (
 	"github.com/bwrapkit/bwrapkit/internal/safefile"
 )
 
-
 // installOptions are install's flags and what it needs besides.
 type installOptions struct {
 	streams

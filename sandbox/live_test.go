@@ -9,10 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
@@ -413,6 +416,9 @@ func TestLiveGitWorktreeFileIsReadOnly(t *testing.T) {
 
 // TestLiveInheritedDescriptorsStayOutside: a descriptor the caller left inheritable (no
 // close-on-exec, as one inherited from a parent process is) must not reach the command.
+// The canary stays open until every parallel subtest is done (t.Cleanup, not defer: the
+// parent returns before its parallel subtests run), and a control run outside any
+// sandbox proves the helper sees it when nothing keeps it out.
 func TestLiveInheritedDescriptorsStayOutside(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "open-secret")
 	os.WriteFile(secret, []byte("s"), 0o600)
@@ -420,13 +426,29 @@ func TestLiveInheritedDescriptorsStayOutside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Close(fd)
-	forEachBwrap(t, func(t *testing.T, bwrap string) {
-		lines := outputLines(mustRun(t, sandboxRun{bwrap: bwrap}, "fds"))
-		for name, target := range lines {
-			if name != "0" && name != "1" && name != "2" {
-				t.Errorf("descriptor %s (%s) reached the sandboxed command", name, target)
+	t.Cleanup(func() { syscall.Close(fd) })
+	canary := strconv.Itoa(fd)
+
+	control := exec.Command(testExecutable(t), "fds")
+	control.Env = []string{helperEnv + "=1"}
+	control.ExtraFiles = []*os.File{os.NewFile(uintptr(fd), secret)} // lands at 3, inheritable
+	out, err := control.Output()
+	if err != nil || !strings.Contains(string(out), secret) {
+		t.Fatalf("control: the helper does not see an inherited descriptor (%v): %s", err, out)
+	}
+	// One bwrap after another, not in parallel: each run marks the canary close-on-exec
+	// in this process, so it is made inheritable again before the next.
+	for _, bwrap := range livetest.Bwraps(t) {
+		t.Run(bwrap.Name, func(t *testing.T) {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
+				t.Fatalf("the canary descriptor %s: %v", canary, err)
 			}
-		}
-	})
+			lines := outputLines(mustRun(t, sandboxRun{bwrap: bwrap.Path}, "fds"))
+			for name, target := range lines {
+				if name != "0" && name != "1" && name != "2" {
+					t.Errorf("descriptor %s (%s) reached the sandboxed command", name, target)
+				}
+			}
+		})
+	}
 }

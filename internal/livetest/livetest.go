@@ -3,10 +3,13 @@
 package livetest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -42,6 +45,10 @@ func Bwraps(t testing.TB) []Bwrap {
 		Skip(t, "no bwrap on PATH (apt-get install bubblewrap)")
 		return nil
 	}
+	if reason := cannotSandbox(path); reason != "" {
+		Skip(t, reason)
+		return nil
+	}
 	found = append(found, Bwrap{"debian", path})
 	cache := CachedBwraps()
 	for _, extra := range []Bwrap{{"static-0.12.0", "bwrap-0.12.0"}, {"codex", "bwrap-codex"}} {
@@ -55,6 +62,24 @@ func Bwraps(t testing.TB) []Bwrap {
 		found = append(found, extra)
 	}
 	return found
+}
+
+// cannotSandbox tries a real sandbox with bwrap once per process: a host whose kernel
+// refuses user namespaces makes every live test meaningless, and must say so, not fail
+// each test with a setup error.
+func cannotSandbox(bwrap string) string {
+	userns.once.Do(func() {
+		cmd := exec.Command(bwrap, "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc", "--", "/bin/true")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			userns.reason = fmt.Sprintf("%s cannot build a sandbox here (user namespaces refused?): %v: %s", bwrap, err, strings.TrimSpace(string(out)))
+		}
+	})
+	return userns.reason
+}
+
+var userns struct {
+	once   sync.Once
+	reason string
 }
 
 // SystemBwrap is the bwrap on PATH.
@@ -84,6 +109,13 @@ func TempDir(t testing.TB) string {
 	base := os.Getenv(ScratchEnv)
 	if base == "" {
 		base = filepath.Join(RepoRoot(), ".cache", "scratch")
+	}
+	if real, err := filepath.EvalSymlinks(base); err == nil {
+		for _, private := range []string{"/tmp", "/var/tmp", "/run", "/dev/shm"} {
+			if real == private || strings.HasPrefix(real, private+"/") {
+				t.Fatalf("scratch directory %s is under %s, which the sandbox covers with a private tmpfs: its workdirs' parents would be writable inside and the outside-write tests would prove less; set %s elsewhere", base, private, ScratchEnv)
+			}
+		}
 	}
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		t.Fatalf("scratch directory %s: %v (set %s)", base, err, ScratchEnv)

@@ -70,6 +70,7 @@ type Host struct {
 	SeccompState  SeccompState // Seccomp and Seccomp_filters, with unknown apart from 0
 	Proc          ProcView     // proc mounts, what covers them, and whether one is fully visible
 	UsernsBuild   UsernsBuild  // CONFIG_USER_NS built in or not, apart from the knobs that disable it
+	Cgroup        Cgroup       // this process's cgroup and whether it was delegated to the caller
 
 	Problems []string // "path: reason" for each file that existed but could not be read or parsed
 }
@@ -128,6 +129,7 @@ func Detect(root fs.FS, getenv func(string) string, goos, goarch string) Host {
 		host.SeccompState.Err = "/proc/self/status could not be read"
 	}
 	host.Tracer = readTracer(r, status)
+	host.Cgroup = readCgroup(r, status)
 
 	runtime := detectRuntime(r, mounts, host.InitialUserNamespace, getenv)
 	host.Runtime, host.RuntimeInstance, host.VirtualMachine = runtime.runtime, runtime.instance, runtime.vm

@@ -105,7 +105,7 @@ func factsOf(h Host) facts {
 func settingsOf(h Host) Host {
 	h.Runtime, h.RuntimeInstance, h.RuntimeEvidence, h.Emulation, h.VirtualMachine = "", "", nil, "", ""
 	h.Android, h.Termux, h.Tracer = false, false, Tracer{}
-	h.AppArmorLabel, h.SeccompState, h.Proc, h.UsernsBuild = Confinement{}, SeccompState{}, ProcView{}, UsernsBuild{}
+	h.AppArmorLabel, h.SeccompState, h.Proc, h.UsernsBuild, h.Cgroup = Confinement{}, SeccompState{}, ProcView{}, UsernsBuild{}, Cgroup{}
 	return h
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -478,4 +479,40 @@ func TestNewPolicyRefusesBadLimits(t *testing.T) {
 			t.Errorf("--limit %s: %v", spec, err)
 		}
 	}
+}
+
+// TestLiveSandboxNeverOutlivesRun: the command shares pid 1's uid and can rewrite bwrap's
+// init through /proc/1/mem (testdata/attacks/pid1-takeover.c, amd64: clear its
+// parent-death signal, tell the monitor "exit 0", keep reaping). Run must still leave no
+// process of the sandbox behind: its heartbeat stops when Run returns.
+func TestLiveSandboxNeverOutlivesRun(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the takeover code is amd64 machine code")
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		livetest.Skip(t, "no gcc (apt-get install gcc libc6-dev)")
+	}
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		workdir := livetest.TempDir(t)
+		takeover := filepath.Join(workdir, "takeover")
+		if out, err := exec.Command(gcc, "-static", "-O1", "-o", takeover, filepath.Join(livetest.RepoRoot(), "testdata", "attacks", "pid1-takeover.c")).CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+		policy, err := NewPolicy(Request{Workdir: workdir}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		Run(ctx, policy, []string{takeover, "20"}, Options{Bwrap: bwrap, Stderr: &stderr, Timeout: 5 * time.Second})
+		heartbeat := filepath.Join(workdir, "heartbeat")
+		first, _ := os.ReadFile(heartbeat)
+		time.Sleep(1500 * time.Millisecond)
+		later, _ := os.ReadFile(heartbeat)
+		if len(later) > len(first) {
+			t.Errorf("the sandbox kept running after Run returned (heartbeat grew from %d to %d bytes)\n%s", len(first), len(later), stderr.String())
+		}
+	})
 }

@@ -267,9 +267,13 @@ wait:
 		}
 	}
 	stopGate()
+	// bwrap has exited, but the sandbox's pid 1 need not have: the command shares its
+	// uid and can rewrite it through /proc/1/mem (clear its parent-death signal, fake an
+	// exit), so a sandbox could outlive bwrap and this call, timeout and all. Whatever
+	// happened, pid 1 is killed now, which ends every process of the pid namespace.
+	child.killAndReap(drainBound)
 
-	// bwrap has exited; its status pipe closes with it (the namespace's processes die
-	// with their init), so this read is short.
+	// The status pipe closes with bwrap and the namespace, so this read is short.
 	select {
 	case report := <-status.done:
 		if observed.childPID == 0 {
@@ -435,6 +439,24 @@ func (c sandboxInit) kill() {
 		_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
 	default:
 		_ = syscall.Kill(c.pid, syscall.SIGKILL)
+	}
+}
+
+// killAndReap kills pid 1 and waits, at most bound, until it is gone (its pidfd turns
+// readable when it exits). Without a pidfd there is nothing safe to wait on: a pid may
+// already name another process.
+func (c sandboxInit) killAndReap(bound time.Duration) {
+	if c.pid <= 0 || c.pidfd < 0 {
+		return
+	}
+	_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
+	fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) {
+		n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1)
+		if n > 0 || (err != nil && err != unix.EINTR) {
+			return
+		}
 	}
 }
 

@@ -60,6 +60,9 @@ type Options struct {
 	// Environ is the environment package managers run with, and its PATH is where they
 	// are looked for. Nil means this process's environment.
 	Environ []string
+	// PackageDirs are where a package manager's bwrap may land and be used from (as
+	// locate's Query.SystemDirs); nil means /usr, /bin and /sbin. Tests name their own.
+	PackageDirs []string
 	// Geteuid decides whether the package manager may run; nil means os.Geteuid.
 	Geteuid func() int
 	// PackageOutput receives the package manager's stdout and stderr; nil discards them.

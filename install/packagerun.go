@@ -39,7 +39,7 @@ func installPackage(ctx context.Context, opts Options) (Result, error) {
 	if opts.Geteuid() != 0 {
 		return Result{}, &NeedRootError{Manager: manager.Name, Command: manager.CommandLine()}
 	}
-	before, _ := packagedBwrap(path)
+	before, _ := packagedBwrap(path, opts.PackageDirs)
 
 	env := environ.Merge(opts.Environ, manager.Env)
 	opts.Progress.Note(fmt.Sprintf("installing bubblewrap with %s %s", program, strings.Join(manager.Install, " ")))
@@ -54,7 +54,7 @@ func installPackage(ctx context.Context, opts Options) (Result, error) {
 		return Result{}, fmt.Errorf("%s did not install bubblewrap: %w", manager.Name, err)
 	}
 
-	after, err := packagedBwrap(path)
+	after, err := packagedBwrap(path, opts.PackageDirs)
 	if err != nil {
 		return Result{}, fmt.Errorf("%s succeeded but no usable bwrap is on PATH: %w", manager.Name, err)
 	}
@@ -75,8 +75,8 @@ func installPackage(ctx context.Context, opts Options) (Result, error) {
 type installedBwrap struct{ path, sha256 string }
 
 // packagedBwrap is the bwrap on PATH and its hash, to tell whether the manager changed it.
-func packagedBwrap(path string) (installedBwrap, error) {
-	found, err := locate.Find(locate.Query{PATH: path}, locate.OS{})
+func packagedBwrap(path string, dirs []string) (installedBwrap, error) {
+	found, err := locate.Find(locate.Query{PATH: path, SystemDirs: dirs}, locate.OS{})
 	if err != nil {
 		return installedBwrap{}, err
 	}

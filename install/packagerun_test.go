@@ -46,7 +46,9 @@ func packageOptions(dir string, uid int) Options {
 	return Options{
 		Method:  Package,
 		Environ: []string{"PATH=" + dir, "BWRAPKIT_TEST_MARKER=kept", "DEBIAN_FRONTEND=dialog"},
-		Geteuid: func() int { return uid },
+		// The stand-in package lands in dir, which a real one never does.
+		PackageDirs: []string{dir, "/usr", "/bin", "/sbin"},
+		Geteuid:     func() int { return uid },
 	}
 }
 

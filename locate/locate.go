@@ -46,6 +46,9 @@ type Query struct {
 	Env  string // BWRAPKIT_BWRAP
 	PATH string
 	Home string // bwrapkit home; <Home>/bin/bwrap is the managed install
+	// SystemDirs are where a bwrap found on PATH may live (see inspectOnPath); empty means
+	// /usr, /bin and /sbin. Tests name their own.
+	SystemDirs []string
 }
 
 // Candidate is one place a bwrap was looked for.
@@ -152,7 +155,7 @@ func Find(q Query, fsys FileSystem) (Result, error) {
 			candidates = append(candidates, Candidate{Path: entry.Dir, Source: SourcePath}.refuse(RefusalSkippedEntry, entry.Skipped))
 			continue
 		}
-		candidate := inspect(fsys, filepath.Join(entry.Dir, "bwrap"), SourcePath)
+		candidate := inspectOnPath(fsys, filepath.Join(entry.Dir, "bwrap"), q.systemDirs())
 		if candidate.Refusal == RefusalMissing {
 			continue // an absent file is the normal case for most PATH entries
 		}
@@ -209,6 +212,51 @@ func inspect(fsys FileSystem, path string, source Source) Candidate {
 	}
 	candidate.Usable = true
 	return candidate
+}
+
+// inspectOnPath is inspect for a PATH candidate, which must also sit, as found and as
+// resolved, in a system directory (/usr, /bin, /sbin: never writable in a sandbox) and be
+// root's alone. A bwrap anywhere else on PATH may sit in a project directory a sandbox
+// writes (an activated venv's .venv/bin), where a command could plant one that every
+// later run would execute on the host; as root even a planted file is root's, so only the
+// place tells. The caller's own build is still usable when named (--bwrap,
+// BWRAPKIT_BWRAP) or installed (the managed home, which no workdir may enclose).
+func inspectOnPath(fsys FileSystem, path string, systemDirs []string) Candidate {
+	candidate := inspect(fsys, path, SourcePath)
+	if !candidate.Usable {
+		return candidate
+	}
+	if !inSystemDir(path, systemDirs) || !inSystemDir(candidate.Real, systemDirs) {
+		candidate.Usable = false
+		return candidate.refuse(RefusalReplaceable, "is on PATH outside /usr, /bin and /sbin, where a sandboxed command could have planted it; name your own build with --bwrap or BWRAPKIT_BWRAP, or use the managed install")
+	}
+	owned, err := exposure(fsys, path, candidate.Real, 0)
+	switch {
+	case err != nil:
+		candidate.Usable = false
+		return candidate.refuse(RefusalUninspectable, "its directories cannot be inspected: "+err.Error())
+	case owned != "":
+		candidate.Usable = false
+		return candidate.refuse(RefusalReplaceable, "is on PATH but not root's alone: "+owned+"; name your own build with --bwrap or BWRAPKIT_BWRAP, or use the managed install")
+	}
+	return candidate
+}
+
+func (q Query) systemDirs() []string {
+	if len(q.SystemDirs) > 0 {
+		return q.SystemDirs
+	}
+	return []string{"/usr", "/bin", "/sbin"}
+}
+
+// inSystemDir: at or under one of dirs.
+func inSystemDir(path string, dirs []string) bool {
+	for _, dir := range dirs {
+		if path == dir || strings.HasPrefix(path, dir+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // ManagedPath is where `bwrapkit install` puts the active bwrap.

@@ -106,10 +106,10 @@ func TestFind(t *testing.T) {
 		{name: "first on PATH", query: Query{PATH: "/usr/bin:/custom"}, wantPath: "/usr/bin/bwrap", wantSource: SourcePath,
 			considered: []string{"/usr/bin/bwrap", "/custom/bwrap"}},
 		{name: "symlink resolved", query: Query{PATH: "/usr/local/bin"}, wantPath: "/usr/bin/bwrap", wantSource: SourcePath},
-		{name: "non-executable, directory, fifo skipped", query: Query{PATH: "/opt/noexec:/opt/dir:/opt/fifo:/opt/dangling:/custom"},
+		{name: "non-executable, directory, fifo skipped", query: Query{PATH: "/opt/noexec:/opt/dir:/opt/fifo:/opt/dangling:/custom", SystemDirs: []string{"/opt", "/custom"}},
 			wantPath: "/custom/bwrap", wantSource: SourcePath,
 			considered: []string{"/opt/noexec/bwrap", "/opt/dir/bwrap", "/opt/fifo/bwrap", "/custom/bwrap"}},
-		{name: "empty and relative entries ignored and said", query: Query{PATH: ":bin:./x:/custom"}, wantPath: "/custom/bwrap", wantSource: SourcePath,
+		{name: "empty and relative entries ignored and said", query: Query{PATH: ":bin:./x:/custom", SystemDirs: []string{"/custom"}}, wantPath: "/custom/bwrap", wantSource: SourcePath,
 			considered: []string{"", "bin", "./x", "/custom/bwrap"}},
 		{name: "managed install last", query: Query{PATH: "/opt/noexec", Home: "/managed"}, wantPath: "/managed/versions/abc/bwrap", wantSource: SourceManaged},
 		{name: "flag first", query: Query{Flag: "/custom/bwrap", Env: "/usr/bin/bwrap", PATH: "/usr/bin"}, wantPath: "/custom/bwrap", wantSource: SourceFlag},
@@ -199,7 +199,7 @@ func TestFindOnRealFiles(t *testing.T) {
 	os.WriteFile(filepath.Join(real, "a", "bwrap"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(real, "c", "bwrap"), []byte("x"), 0o755)
 	os.Symlink(filepath.Join(real, "c", "bwrap"), filepath.Join(real, "b", "bwrap"))
-	result, err := Find(Query{PATH: filepath.Join(real, "a") + ":" + filepath.Join(real, "b")}, OS{})
+	result, err := Find(Query{PATH: filepath.Join(real, "a") + ":" + filepath.Join(real, "b"), SystemDirs: []string{real}}, OS{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,8 +111,15 @@ func TestFindRefusesReplaceable(t *testing.T) {
 			refused: "/shared/bwrap", because: "/shared is writable by every user"},
 		{name: "another user's binary skipped", query: Query{PATH: "/home/other/bin:/usr/bin"}, want: "/usr/bin/bwrap",
 			refused: "/home/other/bin/bwrap", because: "owned by uid 1001"},
-		{name: "the caller's own binary used", query: Query{PATH: "/home/me/bin:/usr/bin"}, want: "/home/me/bin/bwrap"},
-		{name: "the caller's binary under sticky /tmp used", query: Query{PATH: "/tmp/me"}, want: "/tmp/me/bwrap"},
+		// A bwrap the caller can write may sit in a project a sandbox writes (a venv's bin):
+		// on PATH it is not used; named explicitly it is.
+		{name: "the caller's own binary on PATH skipped", query: Query{PATH: "/home/me/bin:/usr/bin"}, want: "/usr/bin/bwrap",
+			refused: "/home/me/bin/bwrap", because: "outside /usr, /bin and /sbin"},
+		{name: "the caller's own binary in a trusted directory, still not root's", query: Query{PATH: "/home/me/bin:/usr/bin", SystemDirs: []string{"/home", "/usr"}},
+			want: "/usr/bin/bwrap", refused: "/home/me/bin/bwrap", because: "not root's alone"},
+		{name: "the caller's binary under sticky /tmp skipped on PATH", query: Query{PATH: "/tmp/me:/usr/bin"}, want: "/usr/bin/bwrap",
+			refused: "/tmp/me/bwrap", because: "outside /usr, /bin and /sbin"},
+		{name: "the caller's own binary named with --bwrap used", query: Query{Flag: "/home/me/bin/bwrap", PATH: "/usr/bin"}, want: "/home/me/bin/bwrap"},
 		{name: "a link in a world-writable directory skipped, though its target is safe", query: Query{PATH: "/links:/usr/bin"},
 			want: "/usr/bin/bwrap", refused: "/links/bwrap", because: "/links is writable by every user"},
 		{name: "explicit replaceable binary is an error", query: Query{Flag: "/shared/bwrap", PATH: "/usr/bin"},
@@ -168,7 +175,7 @@ func TestFindRefusesAPlantedCopyOnRealFiles(t *testing.T) {
 	if err := os.Chmod(planted, 0o777); err != nil { // mkdir's mode is cut by the umask
 		t.Fatal(err)
 	}
-	result, err := Find(Query{PATH: planted}, OS{})
+	result, err := Find(Query{PATH: planted, SystemDirs: []string{filepath.Dir(planted)}}, OS{})
 	var notFound *NotFoundError
 	if !errors.As(err, &notFound) || len(result.Candidates) != 1 ||
 		!strings.Contains(result.Candidates[0].Reason, planted+" is writable by every user (mode 0777)") {
@@ -177,7 +184,7 @@ func TestFindRefusesAPlantedCopyOnRealFiles(t *testing.T) {
 	if err := os.Chmod(planted, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if result, err := Find(Query{PATH: planted}, OS{}); err != nil || result.Path != filepath.Join(planted, "bwrap") {
+	if result, err := Find(Query{PATH: planted, SystemDirs: []string{filepath.Dir(planted)}}, OS{}); err != nil || result.Path != filepath.Join(planted, "bwrap") {
 		t.Errorf("the same copy in a closed directory: %v %+v", err, result)
 	}
 	if os.Geteuid() != 0 {
@@ -187,7 +194,7 @@ func TestFindRefusesAPlantedCopyOnRealFiles(t *testing.T) {
 	if err := os.Chown(filepath.Join(planted, "bwrap"), 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	result, err = Find(Query{PATH: planted}, OS{})
+	result, err = Find(Query{PATH: planted, SystemDirs: []string{filepath.Dir(planted)}}, OS{})
 	if !errors.As(err, &notFound) || !strings.Contains(result.Candidates[0].Reason, "is owned by uid 65534, neither root nor the caller (uid 0)") {
 		t.Errorf("a copy owned by nobody, run by root: %v %+v", err, result.Candidates)
 	}

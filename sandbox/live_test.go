@@ -362,7 +362,7 @@ func TestLiveKernelRefusal(t *testing.T) {
 	outer := exec.Command(system, "--unshare-user", "--disable-userns", "--ro-bind", "/", "/",
 		"--proc", "/proc", "--dev", "/dev", "--bind", "/tmp", "/tmp", "--",
 		exe, "-test.run=^TestLiveKernelRefusal$", "-test.v")
-	outer.Env = append(os.Environ(), "BWRAPKIT_REFUSAL_INNER=1")
+	outer.Env = append(os.Environ(), "BWRAPKIT_REFUSAL_INNER=1", livetest.ExpectRefusalEnv+"=1")
 	out, err := outer.CombinedOutput()
 	if err != nil {
 		t.Fatalf("inside the outer sandbox: %v\n%s", err, out)

@@ -149,6 +149,11 @@ func (p Prober) store(identity string, features Features) {
 	sort.Strings(options)
 	text := strings.Join([]string{identity, features.Version, features.Build, strings.Join(options, " "), ""}, "\n")
 	for _, dir := range p.CacheDirs {
+		// A link planted where the cache's own directory goes (another user's
+		// /tmp/bwrapkit-<uid> -> elsewhere) is never followed to make directories.
+		if info, err := os.Lstat(filepath.Dir(dir)); err == nil && !info.IsDir() {
+			continue
+		}
 		if os.MkdirAll(dir, 0o700) != nil || trustedDir(dir) != nil {
 			continue
 		}

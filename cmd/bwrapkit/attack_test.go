@@ -41,7 +41,8 @@ func binaryRun(t *testing.T, environ []string, args ...string) outcome {
 // attackEnv is a user's environment with the probe cache in a place of the test's.
 func attackEnv(t *testing.T, bwrap string) (environ []string, cache string) {
 	cache = filepath.Join(livetest.TempDir(t), "cache")
-	return []string{"PATH=/usr/bin:/bin", "HOME=" + livetest.TempDir(t), "XDG_CACHE_HOME=" + cache, "BWRAPKIT_BWRAP=" + bwrap}, cache
+	// TMPDIR too: the probe cache's last fallback is $TMPDIR/bwrapkit-<uid>.
+	return []string{"PATH=/usr/bin:/bin", "HOME=" + livetest.TempDir(t), "XDG_CACHE_HOME=" + cache, "BWRAPKIT_BWRAP=" + bwrap, "TMPDIR=" + livetest.TempDir(t)}, cache
 }
 
 // TestAttackReportPathCannotBeRedirected: the command plants a symlink at the report's
@@ -103,19 +104,32 @@ func TestAttackUnwritableReportIsBadUsageBeforeTheRun(t *testing.T) {
 	}
 }
 
-// TestAttackBwrapPlantedInTheWorkdirNeverRuns: an activated venv inside the workdir puts
-// .venv/bin first on PATH; a bwrap the command planted there must be refused, not run.
+// TestAttackBwrapPlantedInTheWorkdirNeverRuns: an activated venv puts a project's
+// .venv/bin first on PATH; a bwrap a command planted there (in this project, or in
+// another one whose venv is active) must never run. A bwrap on PATH is used only from
+// /usr, /bin or /sbin, so the search passes over it; named with --bwrap inside the
+// workdir it is refused (125).
 func TestAttackBwrapPlantedInTheWorkdirNeverRuns(t *testing.T) {
 	livetest.SystemBwrap(t)
-	workdir := livetest.TempDir(t)
-	venv := filepath.Join(workdir, ".venv", "bin")
+	project, other := livetest.TempDir(t), livetest.TempDir(t)
+	venv := filepath.Join(project, ".venv", "bin")
 	os.MkdirAll(venv, 0o755)
 	marker := filepath.Join(livetest.TempDir(t), "planted-bwrap-ran")
-	os.WriteFile(filepath.Join(venv, "bwrap"), []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755)
+	planted := filepath.Join(venv, "bwrap")
+	os.WriteFile(planted, []byte("#!/bin/sh\ntouch "+marker+"\nexec /usr/bin/bwrap \"$@\"\n"), 0o755)
 	environ := []string{"PATH=" + venv + ":/usr/bin:/bin", "HOME=" + livetest.TempDir(t)}
-	got := binaryRun(t, environ, "run", "--workdir", workdir, "--", "true")
-	if got.status != exitUnavailable || !strings.Contains(got.stderr, "inside the workdir") {
-		t.Errorf("status %d %q, want 125 naming the workdir", got.status, got.stderr)
+	for _, workdir := range []string{project, other} {
+		got := binaryRun(t, environ, "run", "--workdir", workdir, "--", "true")
+		if got.status != 0 {
+			t.Errorf("--workdir %s: status %d %q, want the system bwrap used", workdir, got.status, got.stderr)
+		}
+	}
+	got := binaryRun(t, environ, "locate", "--json")
+	if !strings.Contains(got.stdout, planted) || !strings.Contains(got.stdout, "outside /usr, /bin and /sbin") {
+		t.Errorf("locate does not name the planted bwrap as refused: %s", got.stdout)
+	}
+	if got := binaryRun(t, environ, "--bwrap", planted, "run", "--workdir", project, "--", "true"); got.status != exitUnavailable || !strings.Contains(got.stderr, "inside the workdir") {
+		t.Errorf("--bwrap of a bwrap inside the workdir: status %d %q, want 125 naming the workdir", got.status, got.stderr)
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("the planted bwrap ran on the host")

@@ -140,12 +140,14 @@ func TestDoctorFixInstallShadowedOnPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
+	// Named by BWRAPKIT_BWRAP: outside /usr, /bin and /sbin a PATH search would pass
+	// over it, but an explicit choice always wins over the managed install.
 	got := doctorRun{args: []string{"--fix"}, home: home,
-		environ: []string{"PATH=" + path, "HOME=" + t.TempDir()}, env: livePinEnv(pin)}.run(t)
+		environ: []string{"PATH=" + path, "HOME=" + t.TempDir(), "BWRAPKIT_BWRAP=" + filepath.Join(path, "bwrap")}, env: livePinEnv(pin)}.run(t)
 	installed, _ := filepath.EvalSymlinks(filepath.Join(home, "bin", "bwrap"))
 	impostor, _ := filepath.EvalSymlinks("/bin/true")
 	if got.status != 1 || installed == "" || !strings.Contains(got.stdout, "✗ bwrap.features") || strings.Contains(got.stdout, "bwrapkit: fix:") ||
-		!strings.Contains(got.stderr, "bwrapkit: fix: the installed "+installed+" is not the bwrap in use: "+impostor+" (from path) comes first") {
+		!strings.Contains(got.stderr, "bwrapkit: fix: the installed "+installed+" is not the bwrap in use: "+impostor+" (from env) comes first") {
 		t.Errorf("status %d, installed %q\nstdout:\n%s\nstderr:\n%s", got.status, installed, got.stdout, got.stderr)
 	}
 }

@@ -516,3 +516,46 @@ func TestLiveSandboxNeverOutlivesRun(t *testing.T) {
 		}
 	})
 }
+
+// TestLiveGitdirsInsideTheWorkdirStayOut: a gitfile naming a gitdir inside the workdir
+// (git init --separate-git-dir), and a submodule that was never initialised (its empty
+// directory), are what a host git enters next: the command must not be able to set a
+// core.fsmonitor there or make a repository in the empty submodule.
+func TestLiveGitdirsInsideTheWorkdirStayOut(t *testing.T) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		livetest.Skip(t, "no git on PATH (apt-get install git)")
+	}
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		workdir := livetest.TempDir(t)
+		git := func(args ...string) {
+			cmd := exec.Command(gitPath, append([]string{"-C", workdir}, args...)...)
+			cmd.Env = []string{"HOME=" + workdir, "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin"}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		git("init", "-q", "--separate-git-dir", filepath.Join(workdir, ".realgit"))
+		git("update-index", "--add", "--cacheinfo", "160000,1111111111111111111111111111111111111111,lib")
+		os.Mkdir(filepath.Join(workdir, "lib"), 0o755)
+		marker := filepath.Join(livetest.TempDir(t), "fsmonitor-ran")
+		config := filepath.Join(workdir, ".realgit", "config")
+		before, _ := os.ReadFile(config)
+		out := mustRun(t, sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir}},
+			"write", config, filepath.Join(workdir, "lib", ".git"))
+		lines := outputLines(out)
+		if lines[config] != "read-only file system" || lines[filepath.Join(workdir, "lib", ".git")] != "read-only file system" {
+			t.Errorf("writes into the gitdirs a host git enters: %v", lines)
+		}
+		if after, _ := os.ReadFile(config); string(after) != string(before) {
+			t.Errorf("the separate gitdir's config changed: %q", after)
+		}
+		if _, err := os.Lstat(filepath.Join(workdir, "lib", ".git")); err == nil {
+			t.Errorf("a .git was made in the uninitialised submodule")
+		}
+		git("status", "--porcelain")
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("a host git status ran a planted fsmonitor")
+		}
+	})
+}

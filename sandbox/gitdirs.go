@@ -37,33 +37,93 @@ func gitEntries(workdir string) ([]string, error) {
 		return nil, &PolicyError{"--workdir", workdir, ".git is a symlink; a command could retarget it and a later host git would follow; replace the link with the directory it points to"}
 	}
 	entries := []string{top}
+	gitdir := top
 	if !info.IsDir() {
-		return entries, nil // a worktree's or submodule's gitfile: no index of its own here
+		// A gitfile (git init --separate-git-dir, a worktree, a submodule): the gitdir it
+		// names is what a host git enters. Inside the workdir it is protected too; its
+		// index names the submodules either way.
+		target, err := gitfileTarget(top)
+		if err != nil {
+			return nil, &PolicyError{"--workdir", workdir, err.Error()}
+		}
+		if target == "" {
+			return entries, nil
+		}
+		if within(workdir, target) {
+			real, err := filepath.EvalSymlinks(target)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+				return nil, &PolicyError{"--workdir", workdir, fmt.Sprintf(".git names %s, which does not exist: a command could create it, and a later host git would use it; fix or remove the gitfile", target)}
+			case err != nil || real != target:
+				return nil, &PolicyError{"--workdir", workdir, fmt.Sprintf(".git names %s, which is reached through a symlink; bwrapkit cannot keep it from being redirected", target)}
+			}
+			entries = append(entries, target)
+		}
+		gitdir = target
 	}
-	gitlinks, err := indexGitlinks(filepath.Join(top, "index"))
+	gitlinks, err := indexGitlinks(filepath.Join(gitdir, "index"))
 	if err != nil {
-		return nil, &PolicyError{"--workdir", workdir, fmt.Sprintf("cannot read .git/index to find submodules: %v", err)}
+		return nil, &PolicyError{"--workdir", workdir, fmt.Sprintf("cannot read %s to find submodules: %v", filepath.Join(gitdir, "index"), err)}
 	}
 	for _, rel := range gitlinks {
-		sub := filepath.Join(workdir, filepath.FromSlash(rel), ".git")
-		if !within(workdir, sub) {
+		dir := filepath.Join(workdir, filepath.FromSlash(rel))
+		if !within(workdir, dir) || dir == workdir {
 			continue
 		}
-		subInfo, err := os.Lstat(sub)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			continue // not checked out: nothing for a host git to enter
-		case err != nil:
-			return nil, &PolicyError{"--workdir", workdir, fmt.Sprintf("cannot inspect submodule %s: %v", rel, err)}
-		case subInfo.Mode()&os.ModeSymlink != 0:
-			return nil, &PolicyError{"--workdir", workdir, fmt.Sprintf("submodule %s has a .git symlink; replace it with a gitfile or directory", rel)}
+		entry, err := submoduleEntry(workdir, rel, dir)
+		if err != nil {
+			return nil, err
 		}
-		if real, err := filepath.EvalSymlinks(sub); err != nil || real != sub {
-			return nil, &PolicyError{"--workdir", workdir, fmt.Sprintf("submodule %s is reached through a symlink; bwrapkit cannot keep its gitdir from being redirected", rel)}
+		if entry != "" {
+			entries = append(entries, entry)
 		}
-		entries = append(entries, sub)
 	}
 	return entries, nil
+}
+
+// submoduleEntry is what to protect for the submodule at dir: its .git (a gitfile or
+// an old-style directory) when checked out, else the empty directory itself, so the
+// command cannot make one (`git init` there, a planted gitfile) that a host `git status`
+// at the top would then enter. A missing directory is left alone: the command could
+// create it, but git then sees a populated submodule only after a checkout the user
+// runs (and clone makes the empty directory, so a missing one was removed on purpose).
+func submoduleEntry(workdir, rel, dir string) (string, error) {
+	sub := filepath.Join(dir, ".git")
+	subInfo, err := os.Lstat(sub)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		dirInfo, err := os.Lstat(dir)
+		if err != nil || !dirInfo.IsDir() {
+			return "", nil
+		}
+		sub = dir
+	case err != nil:
+		return "", &PolicyError{"--workdir", workdir, fmt.Sprintf("cannot inspect submodule %s: %v", rel, err)}
+	case subInfo.Mode()&os.ModeSymlink != 0:
+		return "", &PolicyError{"--workdir", workdir, fmt.Sprintf("submodule %s has a .git symlink; replace it with a gitfile or directory", rel)}
+	}
+	if real, err := filepath.EvalSymlinks(sub); err != nil || real != sub {
+		return "", &PolicyError{"--workdir", workdir, fmt.Sprintf("submodule %s is reached through a symlink; bwrapkit cannot keep its gitdir from being redirected", rel)}
+	}
+	return sub, nil
+}
+
+// gitfileTarget reads a gitfile ("gitdir: PATH", relative to the file's directory) and
+// returns the clean absolute gitdir it names, or "" when the file names none.
+func gitfileTarget(gitfile string) (string, error) {
+	data, err := safefile.ReadFile(gitfile, 4096)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the gitfile %s: %v", gitfile, err)
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+	target = strings.TrimSpace(target)
+	if !ok || target == "" {
+		return "", nil
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(gitfile), target)
+	}
+	return filepath.Clean(target), nil
 }
 
 // indexGitlinks returns the paths of the gitlink (mode 160000) entries of a git index,

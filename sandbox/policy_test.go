@@ -85,7 +85,13 @@ func TestNewPolicyProtectsGit(t *testing.T) {
 	}{
 		{"no .git", func(string) {}, nil},
 		{".git directory", func(w string) { os.Mkdir(filepath.Join(w, ".git"), 0o755) }, []string{".git"}},
-		{".git file (worktree)", func(w string) { os.WriteFile(filepath.Join(w, ".git"), []byte("gitdir: x"), 0o644) }, []string{".git"}},
+		{".git file (worktree)", func(w string) {
+			os.WriteFile(filepath.Join(w, ".git"), []byte("gitdir: /src/main/.git/worktrees/x"), 0o644)
+		}, []string{".git"}},
+		{".git file naming a gitdir inside", func(w string) {
+			os.Mkdir(filepath.Join(w, ".realgit"), 0o755)
+			os.WriteFile(filepath.Join(w, ".git"), []byte("gitdir: .realgit\n"), 0o644)
+		}, []string{".git", ".realgit"}},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -134,6 +140,7 @@ func TestNewPolicyRefusesGitAndProtectSymlinks(t *testing.T) {
 		}, []string{".github/workflows"}},
 		{"protected link out of the workdir", func(w string) { os.Symlink("/etc", filepath.Join(w, "escape")) }, []string{"escape"}},
 		{"protect the workdir itself", func(string) {}, []string{"."}},
+		{".git file naming a missing gitdir inside", func(w string) { os.WriteFile(filepath.Join(w, ".git"), []byte("gitdir: later"), 0o644) }, nil},
 		{"protect above the workdir", func(string) {}, []string{"../x"}},
 	}
 	for i, c := range cases {

@@ -68,7 +68,7 @@ func newSession(cfg Config) *session {
 		return inspectBinary(found.result.Path)
 	})
 	s.usernsErr = newLazy(func() syscall.Errno { return tryUserNamespace(cfg.Probe) })
-	s.bwrap = newLazy(func() probedBwrap { return probeBwrap(s.bwrapPath()) })
+	s.bwrap = newLazy(func() probedBwrap { return probeBwrap(sandbox.DefaultProber(cfg.Environ), s.bwrapPath()) })
 	s.owner = newLazy(func() owned { return queryOwner(s.bwrapPath()) })
 	s.scene = newLazy(func() sceneOrError {
 		now := cfg.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -57,7 +58,7 @@ func keyringVerdict(observed probe.KeyringObservation, planted string) report.Ch
 	case planted != "":
 		return breach("the command planted a key in the caller's user keyring: "+planted+" (removed)", strings.Join(detail, "\n"))
 	case observed.ProcKeys != "":
-		return breach("/proc/keys lists keys inside: "+truncate(observed.ProcKeys, 60), strings.Join(detail, "\n"))
+		return breach("/proc/keys lists keys inside: "+strconv.Quote(truncate(observed.ProcKeys, 60)), strings.Join(detail, "\n"))
 	case len(reached) > 0:
 		return breach("keyring calls are not refused inside: "+strings.Join(reached, ", "), strings.Join(detail, "\n"))
 	case len(observed.Attempts) == 0:

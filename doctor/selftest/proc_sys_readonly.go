@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
@@ -81,7 +82,7 @@ func procSysVerdict(observed probe.ProcSurfaceObservation, surface sandbox.ProcS
 		shown := observed.Masked[path]
 		detail = append(detail, fmt.Sprintf("%s: %s", path, orNothingShown(shown, observed.MaskedError[path])))
 		if shown != "" {
-			breaches = append(breaches, path+" shows the host's "+truncate(shown, 40))
+			breaches = append(breaches, path+" shows the host's "+strconv.Quote(truncate(shown, 40)))
 		}
 	}
 	switch {
@@ -102,7 +103,7 @@ func procSysVerdict(observed probe.ProcSurfaceObservation, surface sandbox.ProcS
 func orNothingShown(shown, errText string) string {
 	switch {
 	case shown != "":
-		return "shows " + truncate(shown, 40)
+		return "shows " + strconv.Quote(truncate(shown, 40))
 	case errText != "":
 		return "unreadable (" + errText + ")"
 	}

@@ -324,25 +324,61 @@ func observeUserns() UsernsObservation {
 }
 
 // spawn starts a grandchild in its own session (so a process-group kill would miss it)
-// that writes MARKER, reports once the marker exists, and then waits to be killed.
+// that carries TOKEN in its command line, reports once MARKER exists, and then waits to be
+// killed. The grandchild is the system's sleep where the sandbox has one (a quarter of a
+// bwrapkit start; argv[0] is the token), and this probe's own "hold" otherwise.
 func spawn(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 2 {
 		fmt.Fprintln(stderr, "probe: usage: spawn TOKEN MARKER")
 		return 2
 	}
-	prefix := selfPrefix(append([]string{"spawn"}, args...))
-	child := exec.Command(prefix[0], append(append([]string{}, prefix[1:]...), "hold", args[0], args[1])...)
-	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	child.Stderr = stderr
+	token, marker := args[0], args[1]
 	observation := SpawnObservation{}
-	if err := child.Start(); err != nil {
-		observation.Error = err.Error()
-	} else {
-		observation.Ready = waitForFile(args[1], 10*time.Second)
+	if err := startSleeper(token, marker, stderr); err != nil {
+		prefix := selfPrefix(append([]string{"spawn"}, args...))
+		child := exec.Command(prefix[0], append(append([]string{}, prefix[1:]...), "hold", token, marker)...)
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		child.Stderr = stderr
+		if err := child.Start(); err != nil {
+			observation.Error = err.Error()
+		}
+	}
+	if observation.Error == "" {
+		observation.Ready = waitForFile(marker, 10*time.Second)
 	}
 	_ = json.NewEncoder(stdout).Encode(observation)
 	time.Sleep(holdBound)
 	return 3
+}
+
+// startSleeper starts sleep with the token as its argv[0] in a session of its own, and
+// writes the marker once /proc shows it running with that command line (Start returns
+// after the exec, so the command line is the new one): the marker then says what the
+// grandchild's own write would.
+func startSleeper(token, marker string, stderr io.Writer) error {
+	for _, path := range []string{"/usr/bin/sleep", "/bin/sleep"} {
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		child := &exec.Cmd{Path: path, Args: []string{token, strconv.Itoa(int(holdBound / time.Second))}, Stderr: stderr,
+			SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+		if err := child.Start(); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(child.Process.Pid) + "/cmdline")
+		if err != nil || !strings.HasPrefix(string(cmdline), token+"\x00") {
+			child.Process.Kill()
+			continue
+		}
+		file, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			child.Process.Kill()
+			return err
+		}
+		fmt.Fprintf(file, "%d\n", child.Process.Pid)
+		return file.Close()
+	}
+	return errors.New("no sleep in the sandbox")
 }
 
 // hold is the grandchild: its argv carries the token, so the host can look for it in

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
@@ -45,7 +46,9 @@ func TimeoutKill(ctx context.Context, env *Env, launched Launched) report.Check 
 		if !spawned.Ready && spawned.Error == "" {
 			spawned.Error = fmt.Sprintf("no marker within the %v timeout", bound)
 		}
-		check = timeoutKillVerdict(res.Result, spawned, survivors(ctx, token))
+		left := survivors(ctx, token)
+		check = timeoutKillVerdict(res.Result, spawned, left)
+		endSurvivors(left) // the breach is reported; the host need not keep them
 		check.Detail += fmt.Sprintf("; timeout %v (attempt %d)", bound, attempt+1)
 		if spawned.Ready || ctx.Err() != nil {
 			break
@@ -79,6 +82,17 @@ func survivors(ctx context.Context, token string) []string {
 			return found
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// endSurvivors kills the processes survivors found: each carries this doctor's token, so
+// it is one the doctor started.
+func endSurvivors(found []string) {
+	for _, entry := range found {
+		pid, _, _ := strings.Cut(entry, ":")
+		if n, err := strconv.Atoi(pid); err == nil && n > 1 {
+			syscall.Kill(n, syscall.SIGKILL)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -30,7 +31,7 @@ func errnoName(err error) string {
 // reads how each read-only path is mounted, and what each masked path shows.
 func observeProcSurface(request ProcSurfaceRequest) *ProcSurfaceObservation {
 	observation := &ProcSurfaceObservation{Sysctl: request.Sysctl, ReadOnlyMounts: map[string]string{},
-		Masked: map[string]string{}, MaskedError: map[string]string{}}
+		Masked: map[string]string{}, MaskedError: map[string]string{}, MaskMounts: map[string]string{}}
 	if request.Sysctl != "" {
 		value, err := os.ReadFile(request.Sysctl)
 		observation.SysctlValue = strings.TrimSpace(string(value))
@@ -52,6 +53,9 @@ func observeProcSurface(request ProcSurfaceRequest) *ProcSurfaceObservation {
 	options := mountOptions(string(mounts))
 	for _, path := range request.ReadOnly {
 		observation.ReadOnlyMounts[path] = options[path]
+	}
+	for _, path := range append(slices.Clone(request.MaskFiles), request.MaskDirs...) {
+		observation.MaskMounts[path] = options[path]
 	}
 	for _, path := range request.MaskFiles {
 		content, err := readStart(path)

@@ -68,7 +68,10 @@ type ProcSurfaceObservation struct {
 	ReadOnlyMounts map[string]string `json:"read_only_mounts"`
 	// Masked maps each masked path to what a read or a listing showed: "" for nothing
 	// (empty, or unreadable), else the start of what leaked.
-	Masked      map[string]string `json:"masked"`
+	Masked map[string]string `json:"masked"`
+	// MaskMounts maps each masked path to its mount's options ("" when no mount sits
+	// there): a mask is a mount, where an empty host file would also read as nothing.
+	MaskMounts  map[string]string `json:"mask_mounts"`
 	MaskedError map[string]string `json:"masked_error,omitempty"`
 	Error       string            `json:"error,omitempty"` // mountinfo could not be read
 }

@@ -20,11 +20,13 @@ func TestProcSysVerdict(t *testing.T) {
 	surface := sandbox.ProcSurface{ReadOnly: []string{"/proc/sys", "/proc/sysrq-trigger"}, MaskFiles: []string{"/proc/kcore"}, MaskDirs: []string{"/proc/acpi"}}
 	sound := probe.ProcSurfaceObservation{Sysctl: "/proc/sys/vm/stat_interval", SysctlValue: "1", OpenError: "EROFS",
 		ReadOnlyMounts: map[string]string{"/proc/sys": "ro,nosuid,nodev", "/proc/sysrq-trigger": "ro,relatime"},
-		Masked:         map[string]string{"/proc/kcore": "", "/proc/acpi": ""}}
+		Masked:         map[string]string{"/proc/kcore": "", "/proc/acpi": ""},
+		MaskMounts:     map[string]string{"/proc/kcore": "ro,nosuid", "/proc/acpi": "ro,nosuid"}}
 	with := func(change func(o *probe.ProcSurfaceObservation)) probe.ProcSurfaceObservation {
 		o := sound
 		o.ReadOnlyMounts = map[string]string{"/proc/sys": "ro,nosuid,nodev", "/proc/sysrq-trigger": "ro,relatime"}
 		o.Masked = map[string]string{"/proc/kcore": "", "/proc/acpi": ""}
+		o.MaskMounts = map[string]string{"/proc/kcore": "ro,nosuid", "/proc/acpi": "ro,nosuid"}
 		change(&o)
 		return o
 	}
@@ -42,6 +44,7 @@ func TestProcSysVerdict(t *testing.T) {
 		{"/proc/sys read-write", with(func(o *probe.ProcSurfaceObservation) { o.ReadOnlyMounts["/proc/sys"] = "rw,nosuid" }), "1", report.StatusFail, "/proc/sys is mounted read-write"},
 		{"no mount on /proc/sysrq-trigger", with(func(o *probe.ProcSurfaceObservation) { delete(o.ReadOnlyMounts, "/proc/sysrq-trigger") }), "1", report.StatusFail, "no mount of its own"},
 		{"kcore shows", with(func(o *probe.ProcSurfaceObservation) { o.Masked["/proc/kcore"] = "\x7fELF" }), "1", report.StatusFail, "/proc/kcore shows"},
+		{"acpi empty but not masked", with(func(o *probe.ProcSurfaceObservation) { delete(o.MaskMounts, "/proc/acpi") }), "1", report.StatusFail, "/proc/acpi is not masked"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := procSysVerdict(tc.observed, surface, "1", tc.after)

@@ -80,9 +80,14 @@ func procSysVerdict(observed probe.ProcSurfaceObservation, surface sandbox.ProcS
 	}
 	for _, path := range append(slices.Clone(surface.MaskFiles), surface.MaskDirs...) {
 		shown := observed.Masked[path]
-		detail = append(detail, fmt.Sprintf("%s: %s", path, orNothingShown(shown, observed.MaskedError[path])))
-		if shown != "" {
+		detail = append(detail, fmt.Sprintf("%s: %s, mount options %q", path, orNothingShown(shown, observed.MaskedError[path]), observed.MaskMounts[path]))
+		switch {
+		case shown != "":
 			breaches = append(breaches, path+" shows the host's "+strconv.Quote(truncate(shown, 40)))
+		case observed.MaskMounts[path] == "":
+			// Empty, but not masked: the host's file may be empty right now (an idle
+			// latency_stats), and not the next time.
+			breaches = append(breaches, path+" is not masked (no mount over it)")
 		}
 	}
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/bwrapkit/bwrapkit/doctor/diagnose"
@@ -80,11 +81,14 @@ func (s *session) checkPermissions(context.Context) report.Check {
 	if binary.Err != nil {
 		return report.Check{Status: report.StatusFail, Summary: "cannot inspect " + path + ": " + binary.Err.Error()}
 	}
-	return permissionsVerdict(path, binary, s.facts().Sudo())
+	return permissionsVerdict(path, binary, uint32(os.Geteuid()), s.facts().Sudo())
 }
 
-// permissionsVerdict decides over the binary's mode, ownership and linkage.
-func permissionsVerdict(path string, binary binaryFacts, sudo string) report.Check {
+// permissionsVerdict decides over the binary's mode, ownership and linkage. A bwrap that
+// another non-root user could replace fails, as `bwrapkit run` refuses it (locate's
+// ReplaceableBy, the one rule): whoever replaces it owns every later sandbox. A setuid bit
+// warns: it works, and every bwrap bug is then a root exploit.
+func permissionsVerdict(path string, binary binaryFacts, caller uint32, sudo string) report.Check {
 	linkage := "dynamically linked"
 	if binary.Static {
 		linkage = "statically linked"
@@ -97,11 +101,14 @@ func permissionsVerdict(path string, binary binaryFacts, sudo string) report.Che
 		detail = append(detail, fmt.Sprintf("%v uid %d gid %d %s", entry.Mode, entry.UID, entry.GID, entry.Path))
 	}
 	detail = append(detail, linkage)
-	var problems, remedies []string
-	if writers := ReplaceableBy(binary.Entries); len(writers) > 0 {
-		problems = append(problems, "anyone who can replace the binary owns the sandbox: "+strings.Join(writers, "; "))
-		remedies = append(remedies, "make "+path+" and every directory above it writable by root (or its owner) only, e.g. "+sudo+"chmod go-w "+remedy.Quote(path))
+	if writers := locate.ReplaceableBy(binary.Entries, caller); len(writers) > 0 {
+		return report.Check{Status: report.StatusFail,
+			Summary: "another user could replace the binary, and so own every sandbox (bwrapkit run refuses it): " + strings.Join(writers, "; "),
+			Detail:  strings.Join(detail, "\n"),
+			Remedy:  "make " + path + " and every directory above it owned and writable by root (or you) only, e.g. " + sudo + "chmod go-w " + remedy.Quote(path) + ", or run `bwrapkit install`",
+			Fix:     remedy.InstallFix(path)}
 	}
+	var problems, remedies []string
 	if binary.Setuid {
 		problems = append(problems, "it is setuid root, so every bwrap bug is a root exploit (CVE-2020-5291, CVE-2026-41163)")
 		remedies = append(remedies, "where unprivileged user namespaces work (see userns), remove the bit: "+remedy.RemoveSetuidCommand(sudo, path))
@@ -214,7 +221,7 @@ func (s *session) checkFeatures(ctx context.Context) report.Check {
 	if err != nil {
 		return report.Check{Status: report.StatusFail, Summary: err.Error(), Remedy: diagnose.InstallRemedy}
 	}
-	if diagnose.NotBwrap(features.Missing()) {
+	if !features.IsBwrap() {
 		// Nothing like bwrap's --help: its own words say why (a setuid refusal, say).
 		facts := s.facts()
 		facts.Reason, facts.Missing, facts.Stderr = sandbox.ReasonUnsupported, features.Missing(), s.bwrap.get().help
@@ -231,7 +238,7 @@ func featuresVerdict(path string, features sandbox.Features) report.Check {
 	install := remedy.InstallFix(path)
 	missing := features.Missing()
 	switch {
-	case diagnose.NotBwrap(missing):
+	case !features.IsBwrap():
 		return report.Check{Status: report.StatusFail, Summary: path + " does not behave like bwrap: its --help lists none of the options the boundary needs",
 			Detail: detail, Remedy: diagnose.InstallRemedy, Fix: install}
 	case len(missing) > 0:

@@ -46,6 +46,17 @@ func (s *session) specs() []Spec {
 	return specs
 }
 
+// selectedTests are the self-tests among specs: only their parts go into the shared launch.
+func selectedTests(specs []Spec) []selftest.Test {
+	var tests []selftest.Test
+	for _, test := range selftest.Tests() {
+		if slices.ContainsFunc(specs, func(spec Spec) bool { return spec.ID == test.ID }) {
+			tests = append(tests, test)
+		}
+	}
+	return tests
+}
+
 // UnknownCheckError is a --check id that names no check.
 type UnknownCheckError struct {
 	ID string
@@ -106,6 +117,7 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 	if err != nil {
 		return report.Report{}, err
 	}
+	s.shared = selftest.NewShared(selectedTests(specs))
 	began := cfg.Now()
 	checks := runAll(ctx, specs, cfg.Parallel)
 	s.close()

@@ -2,48 +2,14 @@ package doctor
 
 import (
 	"debug/elf"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/bwrapkit/bwrapkit/locate"
 )
-
-// PathEntry is one path on the way to the bwrap binary (the file itself, then each parent
-// directory up to /), as lstat saw it.
-type PathEntry struct {
-	Path string
-	Mode fs.FileMode
-	UID  uint32
-	GID  uint32
-}
-
-// ReplaceableBy lists who, besides root and the binary's owner, could replace the binary:
-// anyone who can write the file or any directory above it. A sticky directory (like /tmp)
-// lets others add entries but not rename or remove ours, so it is not counted. entries[0]
-// is the file.
-func ReplaceableBy(entries []PathEntry) []string {
-	if len(entries) == 0 {
-		return nil
-	}
-	owner := entries[0].UID
-	var findings []string
-	for _, entry := range entries {
-		sticky := entry.Mode.IsDir() && entry.Mode&fs.ModeSticky != 0
-		switch {
-		case entry.Mode.Perm()&0o002 != 0 && !sticky:
-			findings = append(findings, fmt.Sprintf("%s is writable by every user (mode %v)", entry.Path, entry.Mode.Perm()))
-		case entry.Mode.Perm()&0o020 != 0 && entry.GID != 0 && !sticky:
-			findings = append(findings, fmt.Sprintf("%s is writable by group %d (mode %v)", entry.Path, entry.GID, entry.Mode.Perm()))
-		}
-		// A directory's owner can always chmod it and swap what is inside.
-		if entry.UID != 0 && entry.UID != owner && (entry.Mode.IsDir() || entry.Mode.Perm()&0o200 != 0) {
-			findings = append(findings, fmt.Sprintf("%s is owned by uid %d, who is neither root nor the binary's owner", entry.Path, entry.UID))
-		}
-	}
-	return findings
-}
 
 // IsStatic reports whether an ELF executable has no program interpreter (PT_INTERP): a
 // static or static-pie binary, which runs without the host's loader and libraries.
@@ -63,7 +29,7 @@ func IsStatic(r io.ReaderAt) (bool, error) {
 
 // binaryFacts is what the file system says about the bwrap binary.
 type binaryFacts struct {
-	Entries  []PathEntry // file first, then parents
+	Entries  []locate.PathEntry // file first, then parents
 	Setuid   bool
 	Static   bool
 	ELFError string // why the file could not be read as ELF; "" when it was
@@ -79,7 +45,7 @@ func inspectBinary(path string) binaryFacts {
 			facts.Err = err
 			return facts
 		}
-		entry := PathEntry{Path: current, Mode: info.Mode()}
+		entry := locate.PathEntry{Path: current, Mode: info.Mode()}
 		if stat, ok := info.Sys().(*syscall.Stat_t); ok {
 			entry.UID, entry.GID = stat.Uid, stat.Gid
 		}

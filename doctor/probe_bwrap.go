@@ -10,10 +10,13 @@ import (
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
-// probedBwrap is what the bwrap in use says of itself, read once per doctor: its features,
-// parsed as sandbox.Probe parses them (so the doctor decides as `bwrapkit run` does), and the
-// --help text itself, which explains a binary that is not bwrap (a setuid refusal, say). The
-// doctor reads the binary rather than the probe cache: it reports what the file does now.
+// probedBwrap is what the bwrap in use says of itself: its features, read by the sandbox's
+// own Prober (so the doctor decides as `bwrapkit run` does, and a warm probe cache costs no
+// bwrap start at all), and, only for a binary that is not bwrap or does not answer, the
+// --help text itself, which explains it (a setuid refusal, say). The cache is keyed by the
+// file's identity (device, inode, size, mtime, ctime), so a replaced or modified binary is
+// probed again, and a cached claim that an option is missing is proven live; what the
+// cache says is thus what this very file said.
 type probedBwrap struct {
 	features sandbox.Features
 	help     string
@@ -25,30 +28,23 @@ const (
 	bwrapProbeMax     = 64 << 10        // an impostor may print without end
 )
 
-func probeBwrap(path string) probedBwrap {
+func probeBwrap(prober sandbox.Prober, path string) probedBwrap {
 	if path == "" {
 		return probedBwrap{err: fmt.Errorf("no bwrap located")}
 	}
-	// Side by side: two short-lived processes, so the wall time is one.
-	var version string
-	var versionErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		version, versionErr = bwrapOutput(path, "--version")
-	}()
-	help, helpErr := bwrapOutput(path, "--help")
-	<-done
-	probed := probedBwrap{help: help}
-	switch {
-	case helpErr != nil && help == "":
-		probed.err = fmt.Errorf("%s --help: %w", path, helpErr)
-	case versionErr != nil && version == "":
-		probed.err = fmt.Errorf("%s --version: %w", path, versionErr)
-	default:
-		probed.features = sandbox.ParseFeatures(help, version)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*bwrapProbeTimeout)
+	defer cancel()
+	features, err := prober.Probe(ctx, path)
+	if err == nil && features.IsBwrap() {
+		return probedBwrap{features: features}
 	}
-	return probed
+	// Not bwrap, or no answer: its own words are the evidence, so read --help once more
+	// (only on this failing path; the prober keeps none of the text).
+	help, _ := bwrapOutput(path, "--help")
+	if err != nil {
+		return probedBwrap{help: help, err: err}
+	}
+	return probedBwrap{features: features, help: help}
 }
 
 // bwrapOutput runs bwrap with one argument, stdin the null device, and returns stdout and

@@ -6,19 +6,23 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bwrapkit/bwrapkit/doctor/report"
 )
 
-// TestBwrapHelpRunsOncePerDoctor: a whole doctor asks the bwrap in use for --help once, on a
-// real bwrap (behind a wrapper that logs its first argument) and on an impostor, whose
-// diagnosis quotes that same --help text instead of running it again.
+// TestBwrapHelpRunsOncePerDoctor: a doctor asks the bwrap in use for --help at most once,
+// through the sandbox's prober, and not at all once the probe is cached (a second doctor);
+// an impostor is asked once more each time, for the text its diagnosis quotes. On a real bwrap
+// (behind a wrapper that logs its first argument) and on an impostor.
 func TestBwrapHelpRunsOncePerDoctor(t *testing.T) {
 	system := systemBwrap(t)
 	for _, tc := range []struct {
 		name, body string
 		healthy    bool
+		helps      [2]int // --help runs by the first doctor, and by the second
 	}{
-		{"real bwrap", "exec " + system + ` "$@"`, true},
-		{"impostor", `echo "usage: not a bwrap at all"`, false},
+		{"real bwrap", "exec " + system + ` "$@"`, true, [2]int{1, 0}},
+		{"impostor", `echo "usage: not a bwrap at all"`, false, [2]int{2, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := liveConfig(t, "")
@@ -30,16 +34,21 @@ func TestBwrapHelpRunsOncePerDoctor(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.Query.Flag = wrapper
-			got, err := Run(context.Background(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Healthy() != tc.healthy {
-				t.Fatalf("healthy %v, want %v:\n%s", got.Healthy(), tc.healthy, dump(got))
-			}
-			calls, _ := os.ReadFile(log)
-			if n := strings.Count(string(calls), "--help\n"); n != 1 {
-				t.Errorf("--help ran %d times, want once; calls:\n%s", n, calls)
+			var got report.Report
+			for round, want := range tc.helps {
+				os.Remove(log)
+				var err error
+				got, err = Run(context.Background(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Healthy() != tc.healthy {
+					t.Fatalf("healthy %v, want %v:\n%s", got.Healthy(), tc.healthy, dump(got))
+				}
+				calls, _ := os.ReadFile(log)
+				if n := strings.Count(string(calls), "--help\n"); n != want {
+					t.Errorf("doctor %d: --help ran %d times, want %d; calls:\n%s", round+1, n, want, calls)
+				}
 			}
 			if !tc.healthy {
 				features := checkByID(t, got, "bwrap.features")

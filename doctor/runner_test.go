@@ -160,7 +160,8 @@ var reportOrder = []string{
 	"platform", "bwrap.found", "bwrap.permissions", "bwrap.version", "bwrap.features", "userns", "launch",
 	"selftest.launch-proof", "selftest.workdir-write", "selftest.outside-write", "selftest.git-readonly",
 	"selftest.env-clear", "selftest.fd-isolation", "selftest.secrets-hidden", "selftest.network",
-	"selftest.proc-isolation", "selftest.capabilities", "selftest.timeout-kill", "selftest.nested-userns",
+	"selftest.proc-isolation", "selftest.proc-sys-readonly", "selftest.capabilities", "selftest.setuid-refused",
+	"selftest.seccomp", "selftest.keyring", "selftest.limits", "selftest.timeout-kill", "selftest.nested-userns",
 }
 
 func TestSpecsMatchIDs(t *testing.T) {

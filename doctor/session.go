@@ -34,6 +34,9 @@ type session struct {
 	owner     *lazy[owned]
 	scene     *lazy[sceneOrError]
 
+	// shared is the launch the planned self-tests share (set once the checks are selected).
+	shared *selftest.Shared
+
 	mu       sync.Mutex
 	launched selftest.Launched // set by the launch check, read by the self-tests
 }
@@ -65,7 +68,7 @@ func newSession(cfg Config) *session {
 		return inspectBinary(found.result.Path)
 	})
 	s.usernsErr = newLazy(func() syscall.Errno { return tryUserNamespace(cfg.Probe) })
-	s.bwrap = newLazy(func() probedBwrap { return probeBwrap(s.bwrapPath()) })
+	s.bwrap = newLazy(func() probedBwrap { return probeBwrap(sandbox.DefaultProber(cfg.Environ), s.bwrapPath()) })
 	s.owner = newLazy(func() owned { return queryOwner(s.bwrapPath()) })
 	s.scene = newLazy(func() sceneOrError {
 		now := cfg.Now()
@@ -111,7 +114,7 @@ func (s *session) selftestEnv() (*selftest.Env, error) {
 		return nil, err
 	}
 	return &selftest.Env{Bwrap: s.bwrapPath(), Features: features, Probe: s.cfg.Probe,
-		Environ: s.cfg.Environ, Scene: made.scene, Homes: s.homes()}, nil
+		Environ: s.cfg.Environ, Scene: made.scene, Homes: s.homes(), Shared: s.shared}, nil
 }
 
 // homes are where a leaked secret would matter: the caller's home ($HOME, as the sandbox's
@@ -137,6 +140,9 @@ func (s *session) selftest(test selftest.Test) func(context.Context) report.Chec
 		s.mu.Lock()
 		launched := s.launched
 		s.mu.Unlock()
+		if test.Plan != nil {
+			return env.Shared.Judge(ctx, test.ID, launched)
+		}
 		return test.Run(ctx, env, launched)
 	}
 }
@@ -175,13 +181,14 @@ func readText(root fs.FS, name string) string {
 	return string(data)
 }
 
-// tryUserNamespace runs the probe's no-op in a new user namespace, as bwrap would create
-// one, and returns the kernel's errno (0: it worked or could not be tried).
+// tryUserNamespace makes a new user namespace as bwrap would, and returns the kernel's
+// errno (0: it worked). Only with a probe configured: a doctor without one (a unit test of
+// the facts) does not touch the kernel.
 func tryUserNamespace(command probe.Command) syscall.Errno {
 	if len(command.Argv) == 0 {
 		return 0
 	}
-	return probe.CloneUserNamespace(append(append([]string{}, command.Argv...), "noop"), command.Env)
+	return probe.UserNamespaceErrno()
 }
 
 // report reads only facts that are already computed: a fact whose check hung stays empty.

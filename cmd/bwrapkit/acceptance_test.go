@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/bwrapkit/bwrapkit/doctor"
+
 	"bytes"
 	"encoding/json"
 	"os"
@@ -45,7 +47,7 @@ func runNewcomer(t *testing.T, prefix, env []string, args ...string) (int, strin
 }
 
 // healthyNewcomer runs the README's command (text) and its JSON twin, and asserts exit 0
-// and every check: ok, except bwrap.version, which warns on a bwrap older than 0.12.0.
+// and every check: ok, except those that warn by design (warnsByDesign).
 func healthyNewcomer(t *testing.T, prefix, env []string) {
 	t.Helper()
 	status, stdout, stderr := runNewcomer(t, prefix, env, "doctor")
@@ -57,11 +59,11 @@ func healthyNewcomer(t *testing.T, prefix, env []string) {
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("exit %d: %v\n%s\n%s", status, err, stdout, stderr)
 	}
-	if status != 0 || doc.Status == "fail" || len(doc.Checks) != 19 {
+	if status != 0 || doc.Status == "fail" || len(doc.Checks) != len(doctor.IDs()) {
 		t.Errorf("--json: exit %d, status %s, %d checks", status, doc.Status, len(doc.Checks))
 	}
 	for _, check := range doc.Checks {
-		if check.Status != "ok" && !(check.ID == "bwrap.version" && check.Status == "warn") {
+		if check.Status != "ok" && !(check.Status == "warn" && warnsByDesign(check.ID)) {
 			t.Errorf("%s: %s: %s\n%s", check.ID, check.Status, check.Summary, check.Detail)
 		}
 	}
@@ -275,6 +277,7 @@ func TestAcceptanceSweepsAKilledDoctorsLeftovers(t *testing.T) {
 	base := filepath.Join(home, ".cache", "bwrapkit", "selftest")
 	cmd := exec.Command(builtBinary, "doctor")
 	cmd.Env = []string{"HOME=" + home, newcomerPATH}
+	started := time.Now().Add(-time.Second) // a file system's timestamps may lag the clock
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -299,13 +302,26 @@ func TestAcceptanceSweepsAKilledDoctorsLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-time.Hour)
-	for _, path := range []string{left[0], secret} {
+	swept := []string{left[0], secret}
+	if os.Geteuid() == 0 {
+		// As root the killed doctor may already have planted its secret in /root too (the
+		// self-tests plan their parts as the launch starts): it is a leftover like the others.
+		planted, _ := filepath.Glob("/root/.bwrapkit-doctor-secret-*")
+		for _, path := range planted {
+			if info, err := os.Lstat(path); err == nil && info.ModTime().After(started) {
+				swept = append(swept, path)
+			}
+		}
+	}
+	want := map[string]bool{fresh: true}
+	for _, path := range swept {
+		want[path] = false
 		if err := os.Chtimes(path, old, old); err != nil {
 			t.Fatal(err)
 		}
 	}
 	healthyNewcomer(t, nil, []string{"HOME=" + home, newcomerPATH})
-	for path, want := range map[string]bool{left[0]: false, secret: false, fresh: true} {
+	for path, want := range want {
 		if _, err := os.Lstat(path); (err == nil) != want {
 			t.Errorf("%s: exists %v, want %v", path, err == nil, want)
 		}

@@ -93,7 +93,7 @@ func TestE2EDoctorHealthy(t *testing.T) {
 		t.Errorf("bwrap %s, want %s", doc.Bwrap.Path, real)
 	}
 	for _, check := range doc.Checks {
-		if strings.HasPrefix(check.ID, "selftest.") && check.Status != "ok" {
+		if strings.HasPrefix(check.ID, "selftest.") && check.Status != "ok" && !(check.Status == "warn" && warnsByDesign(check.ID)) {
 			t.Errorf("%s: %s %s", check.ID, check.Status, check.Summary)
 		}
 	}
@@ -153,4 +153,10 @@ func TestE2EDoctorFailures(t *testing.T) {
 			t.Errorf("the refusal is not explained:\n%s", text)
 		}
 	})
+}
+
+// warnsByDesign are the checks a healthy host may see warn: bwrap.version on a bwrap older
+// than 0.12.0, and selftest.limits as root (RLIMIT_NPROC does not bound uid 0).
+func warnsByDesign(id string) bool {
+	return id == "bwrap.version" || id == "selftest.limits" && os.Geteuid() == 0
 }

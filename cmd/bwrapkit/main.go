@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/bwrapkit/bwrapkit/doctor"
+	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
@@ -24,6 +25,11 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == probeCommandName {
+		// The doctor's probe inside the sandbox, run up to three times per doctor: straight
+		// to it, with no command tree, signal handling or flag parsing to build first.
+		os.Exit(probe.Run(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	signals := make(chan os.Signal, 1)
 	// Registered off the main goroutine: os/signal starts a thread of its own, which

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,7 +37,14 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	case "noop":
 		return 0
 	case "launch":
-		observation = observeLaunch()
+		var request Request
+		if len(rest) == 1 {
+			if err := json.Unmarshal([]byte(rest[0]), &request); err != nil {
+				fmt.Fprintln(stderr, "probe: launch request:", err)
+				return 2
+			}
+		}
+		observation = observeLaunch(request)
 	case "fs":
 		observation = observeFS(rest)
 	case "env":
@@ -80,12 +88,66 @@ func NamespaceKinds() []string {
 	return []string{"user", "pid", "mnt", "net", "ipc", "uts", "cgroup"}
 }
 
-func observeLaunch() LaunchObservation {
-	observation := LaunchObservation{PID: os.Getpid(), UID: os.Getuid(), Namespaces: map[string]string{}}
+// observeLaunch is who the probe is and where, and then every part the request asks for,
+// in an order that keeps them apart: the descriptor listing first (before anything else
+// could open one), the user namespace's child and the network last.
+func observeLaunch(request Request) LaunchObservation {
+	var started unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &started)
+	observation := LaunchObservation{PID: os.Getpid(), UID: os.Getuid(), Namespaces: map[string]string{}, Started: started.Nano()}
+	if request.FDs {
+		fds := observeFDs()
+		observation.FDs = &fds
+	}
 	for _, kind := range NamespaceKinds() {
 		if link, err := os.Readlink("/proc/self/ns/" + kind); err == nil {
 			observation.Namespaces[kind] = link
 		}
+	}
+	if request.Env {
+		observation.Env = &EnvObservation{Environ: os.Environ()}
+	}
+	if request.Caps {
+		caps := observeCaps()
+		observation.Caps = &caps
+	}
+	if request.Procs {
+		procs := observeProcs()
+		observation.Procs = &procs
+	}
+	if len(request.FS) > 0 {
+		observation.FS = map[string][]FileOp{}
+		groups := make([]string, 0, len(request.FS))
+		for group := range request.FS {
+			groups = append(groups, group)
+		}
+		slices.Sort(groups)
+		for _, group := range groups {
+			observation.FS[group] = observeFS(request.FS[group]).Ops
+		}
+	}
+	if request.Proc != nil {
+		observation.Proc = observeProcSurface(*request.Proc)
+	}
+	if request.Setuid != "" {
+		observation.Setuid = observeSetuid(request.Setuid)
+	}
+	if len(request.Seccomp) > 0 {
+		observation.Seccomp = observeSeccomp(request.Seccomp)
+	}
+	if request.Keyring != "" {
+		observation.Keyring = observeKeyring(request.Keyring)
+	}
+	if request.Limits != nil {
+		observation.Limits = observeLimits(*request.Limits)
+	}
+	if request.Userns {
+		userns := observeUserns()
+		observation.Userns = &userns
+	}
+	if request.Dial != "" {
+		dial := observeDial([]string{request.Dial})
+		observation.Dial = &dial
 	}
 	return observation
 }
@@ -254,8 +316,7 @@ func observeCaps() CapsObservation {
 }
 
 func observeUserns() UsernsObservation {
-	argv := append(append([]string{}, selfPrefix([]string{"userns"})...), "noop")
-	errno := CloneUserNamespace(argv, os.Environ())
+	errno := UserNamespaceErrno()
 	if errno == 0 {
 		return UsernsObservation{}
 	}
@@ -263,25 +324,61 @@ func observeUserns() UsernsObservation {
 }
 
 // spawn starts a grandchild in its own session (so a process-group kill would miss it)
-// that writes MARKER, reports once the marker exists, and then waits to be killed.
+// that carries TOKEN in its command line, reports once MARKER exists, and then waits to be
+// killed. The grandchild is the system's sleep where the sandbox has one (a quarter of a
+// bwrapkit start; argv[0] is the token), and this probe's own "hold" otherwise.
 func spawn(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 2 {
 		fmt.Fprintln(stderr, "probe: usage: spawn TOKEN MARKER")
 		return 2
 	}
-	prefix := selfPrefix(append([]string{"spawn"}, args...))
-	child := exec.Command(prefix[0], append(append([]string{}, prefix[1:]...), "hold", args[0], args[1])...)
-	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	child.Stderr = stderr
+	token, marker := args[0], args[1]
 	observation := SpawnObservation{}
-	if err := child.Start(); err != nil {
-		observation.Error = err.Error()
-	} else {
-		observation.Ready = waitForFile(args[1], 10*time.Second)
+	if err := startSleeper(token, marker, stderr); err != nil {
+		prefix := selfPrefix(append([]string{"spawn"}, args...))
+		child := exec.Command(prefix[0], append(append([]string{}, prefix[1:]...), "hold", token, marker)...)
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		child.Stderr = stderr
+		if err := child.Start(); err != nil {
+			observation.Error = err.Error()
+		}
+	}
+	if observation.Error == "" {
+		observation.Ready = waitForFile(marker, 10*time.Second)
 	}
 	_ = json.NewEncoder(stdout).Encode(observation)
 	time.Sleep(holdBound)
 	return 3
+}
+
+// startSleeper starts sleep with the token as its argv[0] in a session of its own, and
+// writes the marker once /proc shows it running with that command line (Start returns
+// after the exec, so the command line is the new one): the marker then says what the
+// grandchild's own write would.
+func startSleeper(token, marker string, stderr io.Writer) error {
+	for _, path := range []string{"/usr/bin/sleep", "/bin/sleep"} {
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		child := &exec.Cmd{Path: path, Args: []string{token, strconv.Itoa(int(holdBound / time.Second))}, Stderr: stderr,
+			SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+		if err := child.Start(); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(child.Process.Pid) + "/cmdline")
+		if err != nil || !strings.HasPrefix(string(cmdline), token+"\x00") {
+			child.Process.Kill()
+			continue
+		}
+		file, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			child.Process.Kill()
+			return err
+		}
+		fmt.Fprintf(file, "%d\n", child.Process.Pid)
+		return file.Close()
+	}
+	return errors.New("no sleep in the sandbox")
 }
 
 // hold is the grandchild: its argv carries the token, so the host can look for it in
@@ -313,13 +410,19 @@ func waitForFile(path string, bound time.Duration) bool {
 	return false
 }
 
-// CloneUserNamespace starts argv in a new user namespace and returns the kernel's errno
-// (0: created). A fresh process, so the Go runtime's threads do not matter (unshare would
-// refuse a threaded caller with EINVAL). Our own ids are mapped, so exec's permission
-// checks stay as they are outside.
-func CloneUserNamespace(argv, env []string) syscall.Errno {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = env
+// noProgram is a path no file can have (a descriptor number is never negative), so the
+// child of UserNamespaceErrno ends at its exec, right after the clone: no program starts.
+const noProgram = "/proc/self/fd/-1"
+
+// UserNamespaceErrno asks the kernel for a new user namespace the way bwrap does, with
+// clone(CLONE_NEWUSER) of a child that maps our own ids, and returns its errno (0: the
+// namespace was made). A fresh process, so the Go runtime's threads do not matter
+// (unshare would refuse a threaded caller with EINVAL). The child then execs noProgram
+// and fails with ENOENT, which is how the namespace is known to have been made: starting
+// a real program there would cost a whole process start for nothing.
+func UserNamespaceErrno() syscall.Errno {
+	cmd := exec.Command(noProgram)
+	cmd.Env = []string{}
 	cmd.WaitDelay = time.Second
 	uid, gid := os.Getuid(), os.Getgid()
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -329,7 +432,7 @@ func CloneUserNamespace(argv, env []string) syscall.Errno {
 	}
 	var errno syscall.Errno
 	if err := cmd.Start(); err != nil {
-		if errors.As(err, &errno) {
+		if errors.As(err, &errno) && errno != syscall.ENOENT {
 			return errno
 		}
 		return 0

@@ -131,19 +131,25 @@ func dpkgStatusVersion(statusFile, name string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	text := "\n" + string(data)
-	for rest := text; ; {
-		at := strings.Index(rest, "\nPackage: "+name+"\n")
+	// Searched as bytes: the file is hundreds of kilobytes, and a copy into a string
+	// would cost more than the search.
+	header := []byte("Package: " + name + "\n")
+	for rest := data; ; {
+		at := bytes.Index(rest, header)
 		if at < 0 {
 			return "", false
 		}
-		paragraph := rest[at+1:]
-		if end := strings.Index(paragraph, "\n\n"); end >= 0 {
+		if at > 0 && rest[at-1] != '\n' {
+			rest = rest[at+len(header):]
+			continue
+		}
+		paragraph := rest[at:]
+		if end := bytes.Index(paragraph, []byte("\n\n")); end >= 0 {
 			paragraph = paragraph[:end]
 		}
-		rest = rest[at+1:]
+		rest = rest[at+len(header):]
 		fields := map[string]string{}
-		for _, line := range strings.Split(paragraph, "\n") {
+		for _, line := range strings.Split(string(paragraph), "\n") {
 			if key, value, ok := strings.Cut(line, ": "); ok && !strings.HasPrefix(line, " ") {
 				fields[key] = strings.TrimSpace(value)
 			}
@@ -162,21 +168,33 @@ func bwrapPackages() []string { return []string{"bubblewrap"} }
 // of CPU). A path in none of them is left to dpkg-query -S.
 func dpkgListed(infoDir, path string, names []string) (string, bool) {
 	for _, name := range names {
+		if listHas(filepath.Join(infoDir, name+".list"), path) {
+			return name, true
+		}
+		// A Multi-Arch package's list is <name>:<arch>.list; the glob reads the whole
+		// directory (thousands of names: a millisecond), so only when the plain list misses.
 		lists, _ := filepath.Glob(filepath.Join(infoDir, name+":*.list"))
-		lists = append([]string{filepath.Join(infoDir, name+".list")}, lists...)
 		for _, list := range lists {
-			data, err := os.ReadFile(list)
-			if err != nil {
-				continue
-			}
-			for _, line := range strings.Split(string(data), "\n") {
-				if line == path {
-					return name, true
-				}
+			if listHas(list, path) {
+				return name, true
 			}
 		}
 	}
 	return "", false
+}
+
+// listHas reports whether a dpkg file list holds path as one of its lines.
+func listHas(list, path string) bool {
+	data, err := os.ReadFile(list)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == path {
+			return true
+		}
+	}
+	return false
 }
 
 // isNotOwned: the tool exited 1, its usual answer for "no package owns this".

@@ -8,15 +8,18 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 // Capabilities is the self-test of its name; see doctor/README.md for why it can fail and pass.
-func Capabilities(ctx context.Context, env *Env, launched Launched) report.Check {
-	observation, err := Decode[probe.CapsObservation](env.Run(ctx, ProbeRun{Name: "caps"}))
-	if err != nil {
-		return Failed("the capabilities probe did not run", err)
-	}
-	return capabilitiesVerdict(observation)
+func Capabilities(_ *Env, _ sandbox.Policy, request *probe.Request) (Part, error) {
+	request.Caps = true
+	return Part{Judge: func(_ context.Context, launched Launched) report.Check {
+		if launched.Observation.Caps == nil {
+			return missing("capabilities")
+		}
+		return capabilitiesVerdict(*launched.Observation.Caps)
+	}}, nil
 }
 
 // capabilitiesVerdict: no effective, permitted, inheritable or ambient capability.

@@ -9,27 +9,31 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 // FDIsolation is the self-test of its name; see doctor/README.md for why it can fail and pass.
-func FDIsolation(ctx context.Context, env *Env, launched Launched) report.Check {
+func FDIsolation(env *Env, _ sandbox.Policy, request *probe.Request) (Part, error) {
 	fixture := env.Scene
 	// Opened without O_CLOEXEC, as a descriptor bwrapkit inherited from its caller would
-	// be, and held only for this probe. The other self-tests start sandboxes in parallel
-	// meanwhile; the canary stays out of theirs for the reason it must stay out of this
-	// one: sandbox.Run marks every descriptor above stderr close-on-exec before bwrap
-	// starts. (A child the doctor starts outside sandbox.Run, such as the userns check's
-	// clone, may inherit it: that child is on the host's side of the boundary anyway.)
+	// be, and held for the launch: sandbox.Run must mark every descriptor above stderr
+	// close-on-exec before bwrap starts. (A child the doctor starts outside sandbox.Run,
+	// such as the userns check's clone, may inherit it: that child is on the host's side
+	// of the boundary anyway.)
 	canary, err := syscall.Open(fixture.fdCanary, syscall.O_RDONLY, 0)
 	if err != nil {
-		return Failed("the canary descriptor could not be opened", err)
+		return Part{}, fmt.Errorf("the canary descriptor could not be opened: %w", err)
 	}
-	observation, err := Decode[probe.FDObservation](env.Run(ctx, ProbeRun{Name: "fds"}))
-	syscall.Close(canary)
-	if err != nil {
-		return Failed("the descriptor probe did not run", err)
-	}
-	return fdIsolationVerdict(observation, filepath.Base(fixture.fdCanary))
+	request.FDs = true
+	return Part{
+		Cleanup: func() { syscall.Close(canary) },
+		Judge: func(_ context.Context, launched Launched) report.Check {
+			if launched.Observation.FDs == nil {
+				return missing("descriptor listing")
+			}
+			return fdIsolationVerdict(*launched.Observation.FDs, filepath.Base(fixture.fdCanary))
+		},
+	}, nil
 }
 
 // fdRemedy: bwrap gives the command every descriptor it inherits (an agent's socket, a CI

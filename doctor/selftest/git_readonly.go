@@ -9,22 +9,25 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 // GitReadonly is the self-test of its name; see doctor/README.md for why it can fail and pass.
-func GitReadonly(ctx context.Context, env *Env, launched Launched) report.Check {
+func GitReadonly(env *Env, _ sandbox.Policy, request *probe.Request) (Part, error) {
 	fixture := env.Scene
 	created := filepath.Join(filepath.Dir(fixture.gitConfig), "hooks-"+fixture.token)
-	observation, err := Decode[probe.FSObservation](env.Run(ctx, ProbeRun{Name: "fs", Args: []string{
-		"append:" + fixture.gitConfig, "remove:" + fixture.gitConfig, "create:" + created}}))
-	if err != nil {
-		return Failed("the .git probe did not run", err)
-	}
-	content, _ := os.ReadFile(fixture.gitConfig)
-	if _, err := os.Lstat(created); err == nil {
-		content = append(content, "\n(and a new file "+created+")"...)
-	}
-	return gitReadonlyVerdict(observation.Ops, string(content))
+	addFS(request, "git-readonly", "append:"+fixture.gitConfig, "remove:"+fixture.gitConfig, "create:"+created)
+	return Part{Judge: func(_ context.Context, launched Launched) report.Check {
+		ops, ok := launched.Observation.FS["git-readonly"]
+		if !ok {
+			return missing("writes under .git")
+		}
+		content, _ := os.ReadFile(fixture.gitConfig)
+		if _, err := os.Lstat(created); err == nil {
+			content = append(content, "\n(and a new file "+created+")"...)
+		}
+		return gitReadonlyVerdict(ops, string(content))
+	}}, nil
 }
 
 // gitReadonlyVerdict: .git/config could be neither changed nor removed, and the host copy

@@ -6,18 +6,22 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 // NestedUserns is the self-test of its name; see doctor/README.md for why it can fail and pass.
-func NestedUserns(ctx context.Context, env *Env, launched Launched) report.Check {
+func NestedUserns(env *Env, _ sandbox.Policy, request *probe.Request) (Part, error) {
 	if !env.Features.Has("disable-userns") {
-		return report.Check{Status: report.StatusSkip, Summary: "this bwrap has no --disable-userns (bubblewrap 0.8.0+), so nested user namespaces stay possible (see bwrap.features)"}
+		skip := report.Check{Status: report.StatusSkip, Summary: "this bwrap has no --disable-userns (bubblewrap 0.8.0+), so nested user namespaces stay possible (see bwrap.features)"}
+		return Part{Judge: func(context.Context, Launched) report.Check { return skip }}, nil
 	}
-	observation, err := Decode[probe.UsernsObservation](env.Run(ctx, ProbeRun{Name: "userns"}))
-	if err != nil {
-		return Failed("the user namespace probe did not run", err)
-	}
-	return nestedUsernsVerdict(observation)
+	request.Userns = true
+	return Part{Judge: func(_ context.Context, launched Launched) report.Check {
+		if launched.Observation.Userns == nil {
+			return missing("user namespace attempt")
+		}
+		return nestedUsernsVerdict(*launched.Observation.Userns)
+	}}, nil
 }
 
 // nestedUsernsVerdict: creating a user namespace inside was refused.

@@ -8,15 +8,16 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 // Network is the self-test of its name; see doctor/README.md for why it can fail and pass.
-func Network(ctx context.Context, env *Env, launched Launched) report.Check {
+func Network(env *Env, _ sandbox.Policy, request *probe.Request) (Part, error) {
 	listener, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
-		return report.Check{Status: report.StatusSkip, Summary: "no loopback listener could be opened on the host: " + err.Error()}
+		skip := report.Check{Status: report.StatusSkip, Summary: "no loopback listener could be opened on the host: " + err.Error()}
+		return Part{Judge: func(context.Context, Launched) report.Check { return skip }}, nil
 	}
-	defer listener.Close()
 	var accepted atomic.Int32
 	go func() {
 		for {
@@ -28,11 +29,16 @@ func Network(ctx context.Context, env *Env, launched Launched) report.Check {
 			conn.Close()
 		}
 	}()
-	observation, err := Decode[probe.DialObservation](env.Run(ctx, ProbeRun{Name: "dial", Args: []string{listener.Addr().String()}}))
-	if err != nil {
-		return Failed("the network probe did not run", err)
-	}
-	return networkVerdict(observation, int(accepted.Load()))
+	request.Dial = listener.Addr().String()
+	return Part{
+		Cleanup: func() { listener.Close() },
+		Judge: func(_ context.Context, launched Launched) report.Check {
+			if launched.Observation.Dial == nil {
+				return missing("dial")
+			}
+			return networkVerdict(*launched.Observation.Dial, int(accepted.Load()))
+		},
+	}, nil
 }
 
 // networkVerdict: the probe could not connect, and the host listener saw no one.

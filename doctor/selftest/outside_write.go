@@ -9,10 +9,11 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 // OutsideWrite is the self-test of its name; see doctor/README.md for why it can fail and pass.
-func OutsideWrite(ctx context.Context, env *Env, launched Launched) report.Check {
+func OutsideWrite(env *Env, _ sandbox.Policy, request *probe.Request) (Part, error) {
 	fixture := env.Scene
 	name := "outside-" + fixture.token
 	targets := []string{
@@ -21,34 +22,33 @@ func OutsideWrite(ctx context.Context, env *Env, launched Launched) report.Check
 		filepath.Join("/etc", name),
 		filepath.Join("/", name),
 	}
-	args := make([]string, len(targets))
-	for i, target := range targets {
-		args[i] = "create:" + target
-	}
-	observation, err := Decode[probe.FSObservation](env.Run(ctx, ProbeRun{Name: "fs", Args: args}))
-	if err != nil {
-		return Failed("the write probe did not run", err)
-	}
-	var changes []string
 	for _, target := range targets {
-		if _, err := os.Lstat(target); err == nil {
-			changes = append(changes, target)
-			os.Remove(target) // the breach is reported; the host need not keep it
+		addFS(request, "outside-write", "create:"+target)
+	}
+	return Part{Judge: func(_ context.Context, launched Launched) report.Check {
+		ops, ok := launched.Observation.FS["outside-write"]
+		if !ok {
+			return missing("writes outside the workdir")
 		}
-	}
-	if entries, _ := os.ReadDir(fixture.sibling); len(entries) > 0 {
-		changes = append(changes, fixture.sibling+"/"+entries[0].Name())
-	}
-	return outsideWriteVerdict(observation.Ops, changes)
+		var changes []string
+		for _, target := range targets {
+			if _, err := os.Lstat(target); err == nil {
+				changes = append(changes, target)
+				os.Remove(target) // the breach is reported; the host need not keep it
+			}
+		}
+		if entries, _ := os.ReadDir(fixture.sibling); len(entries) > 0 {
+			changes = append(changes, fixture.sibling+"/"+entries[0].Name())
+		}
+		return outsideWriteVerdict(ops, changes, sandbox.PrivateTmpfs())
+	}}, nil
 }
 
-// privateTmpfs are the sandbox's own tmpfs mounts: a write there succeeds and vanishes with
-// the sandbox. Anywhere else outside the workdir the root is read-only, so a write must fail.
-var privateTmpfs = []string{"/tmp", "/var/tmp", "/run"}
-
 // outsideWriteVerdict: nothing changed on the host, and every write outside the workdir and
-// the private tmpfs mounts was refused (the contract's read-only root, not a throwaway one).
-func outsideWriteVerdict(ops []probe.FileOp, hostChanges []string) report.Check {
+// the sandbox's private tmpfs mounts (privateTmpfs, as sandbox.PrivateTmpfs lists them: a
+// write there succeeds and vanishes with the sandbox) was refused: the contract's
+// read-only root, not a throwaway one.
+func outsideWriteVerdict(ops []probe.FileOp, hostChanges, privateTmpfs []string) report.Check {
 	var detail, landed []string
 	for _, op := range ops {
 		outcome := "refused: " + op.Error

@@ -7,15 +7,18 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 // ProcIsolation is the self-test of its name; see doctor/README.md for why it can fail and pass.
-func ProcIsolation(ctx context.Context, env *Env, launched Launched) report.Check {
-	observation, err := Decode[probe.ProcObservation](env.Run(ctx, ProbeRun{Name: "procs"}))
-	if err != nil {
-		return Failed("the /proc probe did not run", err)
-	}
-	return procIsolationVerdict(observation)
+func ProcIsolation(_ *Env, _ sandbox.Policy, request *probe.Request) (Part, error) {
+	request.Procs = true
+	return Part{Judge: func(_ context.Context, launched Launched) report.Check {
+		if launched.Observation.Procs == nil {
+			return missing("process listing")
+		}
+		return procIsolationVerdict(*launched.Observation.Procs)
+	}}, nil
 }
 
 // procIsolationVerdict: /proc shows the probe and its ancestors (bwrap's init) only.

@@ -32,6 +32,8 @@ type Env struct {
 	// Homes are where secrets-hidden plants its secrets: the caller's real home, and /root
 	// when the caller is root. One that does not exist is left alone, never created.
 	Homes []string
+	// Shared is the launch the planned self-tests share; nil runs "launch" bare.
+	Shared *Shared
 }
 
 // ProbeRun is one run of the probe through sandbox.Run, the path every caller uses.
@@ -52,26 +54,60 @@ type ProbeResult struct {
 // launchBound is how long bwrap may take to report the sandboxed child.
 const launchBound = 10 * time.Second
 
-// Run runs the probe in a sandbox over the scene's workdir. An error is either an
-// *sandbox.UnavailableError (the sandbox was not built) or a problem of the doctor's own.
+// SharedTmpfs is the bound of every private tmpfs in the shared launch: small, so the
+// limits self-test can fill one to its bound in a moment.
+const SharedTmpfs = 256 << 10
+
+// Run runs the probe in a sandbox over the scene's workdir. The "launch" probe, when the
+// self-tests share it, carries every planned part: they are planned first, and cleaned up
+// after. An error is either an *sandbox.UnavailableError (the sandbox was not built) or a
+// problem of the doctor's own.
 func (e *Env) Run(ctx context.Context, run ProbeRun) (ProbeResult, error) {
+	if run.Name != "launch" || e.Shared == nil || len(run.Args) > 0 {
+		policy, err := e.Policy(run.Network, nil)
+		if err != nil {
+			return ProbeResult{}, err
+		}
+		return e.run(ctx, policy, run)
+	}
+	policy, err := e.Policy(false, []string{fmt.Sprintf("tmpfs=%dK", SharedTmpfs>>10)})
+	if err != nil {
+		return ProbeResult{}, err
+	}
+	request, parts := e.Shared.plan(e, policy)
+	defer e.Shared.done(parts)
+	data, err := json.Marshal(request)
+	if err != nil {
+		return ProbeResult{}, err
+	}
+	return e.run(ctx, policy, ProbeRun{Name: "launch", Args: []string{string(data)}})
+}
+
+// Policy is the sandbox policy of a self-test's run, built from the caller's environment
+// as `bwrapkit run` builds it, with the canary added.
+func (e *Env) Policy(network bool, bounds []string) (sandbox.Policy, error) {
 	command := e.Probe.Argv
 	if len(command) == 0 || !filepath.IsAbs(command[0]) {
-		return ProbeResult{}, errors.New("no self-test probe configured (an absolute path to bwrapkit)")
+		return sandbox.Policy{}, errors.New("no self-test probe configured (an absolute path to bwrapkit)")
 	}
 	environ := append(append([]string{}, e.Environ...), CanaryVar+"="+e.Scene.token)
 	policy, err := sandbox.NewPolicy(sandbox.Request{
 		Workdir:  e.Scene.workdir,
 		ReadOnly: []string{command[0]},
-		Network:  run.Network,
+		Network:  network,
 		Env:      e.Probe.Env,
+		Limits:   bounds,
 	}, environ)
 	if err != nil {
-		return ProbeResult{}, err
+		return sandbox.Policy{}, err
 	}
 	policy.Features = e.Features
+	return policy, nil
+}
+
+func (e *Env) run(ctx context.Context, policy sandbox.Policy, run ProbeRun) (ProbeResult, error) {
 	var stdout, stderr limitedBuffer
-	argv := append(append(append([]string{}, command...), run.Name), run.Args...)
+	argv := append(append(append([]string{}, e.Probe.Argv...), run.Name), run.Args...)
 	result, err := sandbox.Run(ctx, policy, argv, sandbox.Options{
 		Bwrap:         e.Bwrap,
 		Stdout:        &stdout,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 // SecretPrefix names the files secrets-hidden plants in the caller's real home (and in
@@ -27,32 +28,37 @@ type plantedSecret struct {
 // /root) and proves the probe can neither read them nor see them listed. It judges by
 // content, not by existence: a directory that exists inside only as the parent of a bound
 // path (the workdir's, the probe's) shows nothing of the host's.
-func SecretsHidden(ctx context.Context, env *Env, _ Launched) report.Check {
+func SecretsHidden(env *Env, _ sandbox.Policy, request *probe.Request) (Part, error) {
 	scene := env.Scene
 	secrets := []plantedSecret{{scene.secret, scene.secretContent()}}
 	planted, notes := plantSecrets(env.Homes, scene.token)
-	defer func() {
-		for _, secret := range planted {
-			os.Remove(secret.path)
-		}
-	}()
 	secrets = append(secrets, planted...)
-	args := []string{"read:/etc/shadow"}
+	addFS(request, "secrets-hidden", "read:/etc/shadow")
 	for _, secret := range secrets {
-		args = append(args, "read:"+secret.path)
+		addFS(request, "secrets-hidden", "read:"+secret.path)
 	}
 	for _, secret := range planted {
-		args = append(args, "list:"+filepath.Dir(secret.path))
+		addFS(request, "secrets-hidden", "list:"+filepath.Dir(secret.path))
 	}
-	observation, err := Decode[probe.FSObservation](env.Run(ctx, ProbeRun{Name: "fs", Args: args}))
-	if err != nil {
-		return Failed("the read probe did not run", err)
-	}
-	check := secretsHiddenVerdict(observation.Ops, secrets)
-	if len(notes) > 0 {
-		check.Detail = strings.TrimSpace(check.Detail + "\n" + strings.Join(notes, "\n"))
-	}
-	return check
+	return Part{
+		// The planted files are gone as soon as the launch is, whatever its verdict.
+		Cleanup: func() {
+			for _, secret := range planted {
+				os.Remove(secret.path)
+			}
+		},
+		Judge: func(_ context.Context, launched Launched) report.Check {
+			ops, ok := launched.Observation.FS["secrets-hidden"]
+			if !ok {
+				return missing("reads of secrets")
+			}
+			check := secretsHiddenVerdict(ops, secrets)
+			if len(notes) > 0 {
+				check.Detail = strings.TrimSpace(check.Detail + "\n" + strings.Join(notes, "\n"))
+			}
+			return check
+		},
+	}, nil
 }
 
 // plantSecrets writes a secret into each home that exists; a home that is missing, not a

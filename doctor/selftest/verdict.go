@@ -1,10 +1,6 @@
 package selftest
 
-import (
-	"fmt"
-
-	"github.com/bwrapkit/bwrapkit/doctor/report"
-)
+import "github.com/bwrapkit/bwrapkit/doctor/report"
 
 // The self-tests' decisions: pure functions over what the probe observed inside and what the
 // doctor saw on the host. The host side is the proof; the probe's word alone is not.
@@ -24,11 +20,4 @@ func orSucceeded(errText string) string {
 		return "succeeded"
 	}
 	return errText
-}
-
-func orReport(err error) error {
-	if err == nil {
-		return fmt.Errorf("the probe reported nothing")
-	}
-	return err
 }

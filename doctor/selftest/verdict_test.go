@@ -40,14 +40,14 @@ func TestFileVerdicts(t *testing.T) {
 	}
 
 	refused := []probe.FileOp{{Op: "create", Path: "/etc/x", Error: "read-only file system"}, {Op: "create", Path: "/tmp/p/x"}}
-	if c := outsideWriteVerdict(refused, nil); c.Status != report.StatusOK || !strings.Contains(c.Detail, "private tmpfs") {
+	if c := outsideWriteVerdict(refused, nil, sandbox.PrivateTmpfs()); c.Status != report.StatusOK || !strings.Contains(c.Detail, "private tmpfs") {
 		t.Errorf("outside, host unchanged: %s %q", c.Status, c.Detail)
 	}
-	if c := outsideWriteVerdict(refused, []string{"/tmp/p/x"}); c.Status != report.StatusFail || c.Remedy == "" {
+	if c := outsideWriteVerdict(refused, []string{"/tmp/p/x"}, sandbox.PrivateTmpfs()); c.Status != report.StatusFail || c.Remedy == "" {
 		t.Errorf("outside reached host: %s", c.Status)
 	}
 	throwaway := []probe.FileOp{{Op: "create", Path: "/etc/x"}, {Op: "create", Path: "/srv/p/x", Error: "read-only file system"}}
-	if c := outsideWriteVerdict(throwaway, nil); c.Status != report.StatusFail || !strings.Contains(c.Summary, "/etc/x") {
+	if c := outsideWriteVerdict(throwaway, nil, sandbox.PrivateTmpfs()); c.Status != report.StatusFail || !strings.Contains(c.Summary, "/etc/x") {
 		t.Errorf("a write into a throwaway root: %s %s", c.Status, c.Summary)
 	}
 
@@ -65,16 +65,22 @@ func TestFileVerdicts(t *testing.T) {
 }
 
 func TestEnvClearVerdict(t *testing.T) {
-	allowed := allowedEnv([]string{"HELPER=probe"})
-	clean := []string{"PATH=/usr/bin", "HOME=/w", "TMPDIR=/tmp", "LANG=C.UTF-8", "LC_ALL=C", "PWD=/w", "HELPER=probe"}
-	if c := envClearVerdict(clean, "f00d", allowed); c.Status != report.StatusOK {
+	policy := sandbox.Policy{Workdir: "/w", Env: []string{"HELPER=probe"}, Host: sandbox.Host{Env: []string{"LANG=C.UTF-8", "LC_ALL=C"}}}
+	expected := expectedEnv(policy)
+	clean := append(policy.Environment(), "PWD=/w")
+	if c := envClearVerdict(clean, "f00d", expected); c.Status != report.StatusOK {
 		t.Errorf("clean: %s", c.Summary)
 	}
-	if c := envClearVerdict(append(clean, "BWRAPKIT_DOCTOR_CANARY=f00d"), "f00d", allowed); c.Status != report.StatusFail || !strings.Contains(c.Summary, "BWRAPKIT_DOCTOR_CANARY") {
+	if c := envClearVerdict(append(clean, "BWRAPKIT_DOCTOR_CANARY=f00d"), "f00d", expected); c.Status != report.StatusFail || !strings.Contains(c.Summary, "BWRAPKIT_DOCTOR_CANARY") {
 		t.Errorf("leak: %s %s", c.Status, c.Summary)
 	}
-	if c := envClearVerdict(append(clean, "SSH_AUTH_SOCK=/run/x"), "f00d", allowed); c.Status != report.StatusFail || !strings.Contains(c.Summary, "SSH_AUTH_SOCK") {
+	if c := envClearVerdict(append(clean, "SSH_AUTH_SOCK=/run/x"), "f00d", expected); c.Status != report.StatusFail || !strings.Contains(c.Summary, "SSH_AUTH_SOCK") {
 		t.Errorf("extra: %s %s", c.Status, c.Summary)
+	}
+	// A name the policy allows, with the host's value instead of the policy's: a leak too.
+	hostHome := append([]string{"HOME=/root"}, clean[1:]...)
+	if c := envClearVerdict(hostHome, "f00d", expected); c.Status != report.StatusFail || !strings.Contains(c.Summary, "HOME") {
+		t.Errorf("host value under an allowed name: %s %s", c.Status, c.Summary)
 	}
 }
 

@@ -8,19 +8,29 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
-// The live self-tests. Each runs the probe through sandbox.Run and proves an effect on the
-// host; the decisions are in verdict.go.
-func WorkdirWrite(ctx context.Context, env *Env, launched Launched) report.Check {
-	fixture := env.Scene
-	target := filepath.Join(fixture.workdir, "written-"+fixture.token)
-	observation, err := Decode[probe.FSObservation](env.Run(ctx, ProbeRun{Name: "fs", Args: []string{"create:" + target}}))
-	if err != nil || len(observation.Ops) != 1 {
-		return Failed("the write probe did not run", orReport(err))
+// WorkdirWrite is the self-test of its name; see doctor/README.md for why it can fail and pass.
+func WorkdirWrite(env *Env, _ sandbox.Policy, request *probe.Request) (Part, error) {
+	target := filepath.Join(env.Scene.workdir, "written-"+env.Scene.token)
+	addFS(request, "workdir-write", "create:"+target)
+	return Part{Judge: func(_ context.Context, launched Launched) report.Check {
+		ops := launched.Observation.FS["workdir-write"]
+		if len(ops) != 1 {
+			return missing("write in the workdir")
+		}
+		content, hostErr := os.ReadFile(target)
+		return workdirWriteVerdict(ops[0], string(content), hostErr)
+	}}, nil
+}
+
+// addFS appends file operations to a group of the request.
+func addFS(request *probe.Request, group string, specs ...string) {
+	if request.FS == nil {
+		request.FS = map[string][]string{}
 	}
-	content, hostErr := os.ReadFile(target)
-	return workdirWriteVerdict(observation.Ops[0], string(content), hostErr)
+	request.FS[group] = append(request.FS[group], specs...)
 }
 
 // workdirWriteVerdict: the file the probe created inside is on the host with its content.

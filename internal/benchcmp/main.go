@@ -33,14 +33,16 @@ func main() {
 		run(a)
 		run(b)
 	}
-	var timesA, timesB []time.Duration
+	var timesA, timesB, cpuA, cpuB []time.Duration
 	for range *rounds {
-		timesA = append(timesA, run(a))
-		timesB = append(timesB, run(b))
+		wall, cpu := run(a)
+		timesA, cpuA = append(timesA, wall), append(cpuA, cpu)
+		wall, cpu = run(b)
+		timesB, cpuB = append(timesB, wall), append(cpuB, cpu)
 	}
 	medianA, medianB := median(timesA), median(timesB)
-	fmt.Printf("%-28s median %9.3f ms over %d runs\n", *nameA, ms(medianA), *rounds)
-	fmt.Printf("%-28s median %9.3f ms over %d runs\n", *nameB, ms(medianB), *rounds)
+	fmt.Printf("%-28s median %9.3f ms over %d runs, CPU %7.3f ms\n", *nameA, ms(medianA), *rounds, ms(median(cpuA)))
+	fmt.Printf("%-28s median %9.3f ms over %d runs, CPU %7.3f ms\n", *nameB, ms(medianB), *rounds, ms(median(cpuB)))
 	fmt.Printf("%-28s %.2f\n", *unit, float64(medianA)/float64(medianB))
 }
 
@@ -53,8 +55,10 @@ func parse(text string) []string {
 	return argv
 }
 
-// run times one execution; a failing command makes the comparison meaningless.
-func run(argv []string) time.Duration {
+// run times one execution and returns its wall time and its CPU time (user and system,
+// of the process and every descendant it waited for, as wait4 reports them); a failing
+// command makes the comparison meaningless.
+func run(argv []string) (wall, cpu time.Duration) {
 	start := time.Now()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
@@ -73,7 +77,8 @@ func run(argv []string) time.Duration {
 		fmt.Fprintf(os.Stderr, "benchcmp: %v: %v\n", argv, err)
 		os.Exit(1)
 	}
-	return time.Since(start)
+	wall = time.Since(start)
+	return wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 func median(times []time.Duration) time.Duration {

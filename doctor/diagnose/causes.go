@@ -217,7 +217,7 @@ func setuidUnsupported(f Facts, why string) Diagnosis {
 
 func usernsOff(f Facts, why string) Diagnosis {
 	grubby := f.Sudo() + "grubby --update-kernel=ALL --args=user_namespace.enable=1"
-	return f.hostOnly(Diagnosis{Cause: CauseUsernsOff, Commands: []string{grubby, f.Sudo() + "reboot"},
+	return f.hostOnly(Diagnosis{Cause: CauseUsernsOff, Commands: []string{grubby},
 		Summary:  "this kernel has user namespaces switched off at boot (user_namespace.enable=N), and bwrap needs them",
 		Evidence: f.evidence(why),
 		Remedy: f.onHost() + "enable them on the kernel command line and reboot (RHEL/CentOS 7):\n" +
@@ -450,7 +450,8 @@ func proc(f Facts, fail Failure) Diagnosis {
 		Evidence: f.evidence(f.hostFacts()...)}
 	if host.Container == "" {
 		d.Summary = "no proc mount here is fully visible, so the kernel refuses the sandbox a fresh /proc"
-		d.Remedy = "unmount what covers /proc (" + strings.Join(view.Masks(), ", ") + "), or run bwrapkit where /proc is not covered"
+		d.Remedy = "run bwrapkit where /proc is not covered (" + orText(strings.Join(view.Masks(), ", "), "a read-only or partial proc mount") +
+			"); a systemd unit's ProtectKernelTunables=, ProtectProc= or InaccessiblePaths= cover it so"
 		return d
 	}
 	return withCommands(d, remedy.ForContainer(host, remedy.Needs{Proc: true, AppArmor: confined(host)}))

@@ -172,6 +172,9 @@ func Diagnose(f Facts) Diagnosis {
 	}
 
 	// The namespace is there: the step bwrap names decides, judged against the facts.
+	if fail.MountLimit {
+		return mountLimit(f)
+	}
 	switch fail.Step {
 	case StepSetuid:
 		return setuidUnsupported(f, "bwrap says so")
@@ -192,8 +195,6 @@ func Diagnose(f Facts) Diagnosis {
 		return usernsFromText(f, fail)
 	}
 	switch {
-	case fail.MountLimit:
-		return mountLimit(f)
 	case f.Reason == sandbox.ReasonLaunchTimeout:
 		return launchTimeout(f)
 	case f.Reason == sandbox.ReasonNoLaunchProof:

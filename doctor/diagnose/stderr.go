@@ -63,11 +63,23 @@ func ParseFailure(stderr string) Failure {
 			line = candidate[index:]
 		}
 	}
-	if line == "" {
+	prefixed := line != ""
+	if !prefixed {
+		// bwrap before 0.2.0 printed its errors without the "bwrap: " prefix: its last
+		// line counts only if it names a step of bwrap's (an impostor prints anything).
+		line = lastLine(stderr)
+	}
+	f := parseMessage(strings.TrimPrefix(line, "bwrap: "))
+	f.Line = line
+	if !prefixed && f.Step == StepOther || line == "" {
 		return Failure{Step: StepNone}
 	}
-	f := Failure{Step: StepOther, Line: line}
-	message := strings.TrimPrefix(line, "bwrap: ")
+	return f
+}
+
+// parseMessage classifies one bwrap message, without its "bwrap: " prefix.
+func parseMessage(message string) Failure {
+	f := Failure{Step: StepOther}
 	if index := strings.Index(message, "Limit exceeded (ENOSPC)"); index > 0 {
 		f.MountLimit, f.Errno = true, "No space left on device"
 		message = strings.TrimSuffix(strings.TrimSpace(message[:index]), ":")

@@ -477,6 +477,11 @@ func disableUserns(f Facts, fail Failure) Diagnosis {
 		return withCommands(d, remedy.NspawnWritableProcSys())
 	case fail.Errno == "Read-only file system" && host.Container != "":
 		return withCommands(d, remedy.ForContainer(host, remedy.Needs{Proc: true, AppArmor: confined(host)}))
+	case fail.Errno == "Read-only file system" && readOnlyProcSys(host.Proc) != "":
+		d.Evidence = append(d.Evidence, "the mount table shows "+readOnlyProcSys(host.Proc)+" mounted read-only")
+		d.Remedy = "run bwrapkit where " + readOnlyProcSys(host.Proc) + " is not a read-only mount (a systemd unit's " +
+			"ProtectKernelTunables=, an enclosing sandbox's read-only /proc/sys make it so)"
+		return d
 	case fail.Errno == "Permission denied" && host.Runtime == platform.RuntimeIncus:
 		d.Remedy = "on the host, upgrade Incus: its AppArmor policy denied containers writes to /proc/sys/user until " +
 			"lxc/incus#1937 (April 2025); then restart the container"
@@ -494,6 +499,25 @@ func disableUserns(f Facts, fail Failure) Diagnosis {
 		"the facts above are all bwrapkit could read"
 	d.Commands = []string{f.Sudo() + "dmesg | grep -i -e denied -e max_user_namespaces"}
 	return d
+}
+
+// readOnlyProcSys is the proc mount that /proc/sys/user resolves through when that mount is
+// read-only, "" when it is writable or the mount table shows no proc there (or was unreadable).
+// The deepest mount point on the path wins; of two on the same point, the later one.
+func readOnlyProcSys(view platform.ProcView) string {
+	var seen *platform.ProcMount
+	for i, m := range view.Mounts {
+		switch m.MountPoint {
+		case "/proc", "/proc/sys", "/proc/sys/user":
+			if seen == nil || len(m.MountPoint) >= len(seen.MountPoint) {
+				seen = &view.Mounts[i]
+			}
+		}
+	}
+	if seen == nil || !seen.ReadOnly {
+		return ""
+	}
+	return seen.MountPoint
 }
 
 func mountLimit(f Facts) Diagnosis {

@@ -137,4 +137,3 @@ func filterProc(mountinfo string) string {
 	}
 	return strings.Join(lines, "\n")
 }
-

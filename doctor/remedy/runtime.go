@@ -85,7 +85,7 @@ func ForContainer(host platform.Host, needs Needs) Container {
 	case platform.RuntimeNspawn:
 		return nspawn(needs)
 	}
-	return Container{Text: "on the host (not inside this container), run it so that it may create user namespaces and mount " +
+	return Container{InPlace: true, Text: "on the host (not inside this container), run it so that it may create user namespaces and mount " +
 		"a fresh proc (" + runtime + "'s settings for seccomp, AppArmor and masked paths); bwrapkit knows no exact command for " +
 		runtime + ". Or let the container be the sandbox"}
 }

@@ -139,7 +139,20 @@ func (f Facts) onHost() string {
 	if f.Host.Container == "" {
 		return ""
 	}
-	return "on the host (not inside this " + f.Host.Container + " container): "
+	return "on the host (not inside this " + containerName(f.Host) + "): "
+}
+
+// containerName is "docker container", "systemd-nspawn container", or "container" for a
+// runtime no file names.
+func containerName(host platform.Host) string {
+	name := host.Runtime
+	if name == "" {
+		name = host.Container
+	}
+	if name == "" || name == platform.RuntimeOther {
+		return "container"
+	}
+	return name + " container"
 }
 
 // hostOnly drops the automatable fix in a container: --fix would change the container's view
@@ -360,7 +373,13 @@ func AppArmor(f Facts) Diagnosis {
 // containerNeeds is what this container's confinement must give up, from the facts: seccomp
 // when a filter is on (or unknown), AppArmor when a profile confines this process.
 func containerNeeds(host platform.Host) remedy.Needs {
-	return remedy.Needs{Seccomp: !host.SeccompState.Known || host.SeccompState.Mode == 2, AppArmor: confined(host)}
+	return remedy.Needs{Seccomp: !host.SeccompState.Known || host.SeccompState.Mode == 2, AppArmor: mayConfine(host)}
+}
+
+// mayConfine: a profile confines this process, or AppArmor is on and the label could not be
+// read; either way the runtime's remedy must lift the profile too.
+func mayConfine(host platform.Host) bool {
+	return confined(host) || host.AppArmorEnabled && !host.AppArmorLabel.Known
 }
 
 func withCommands(d Diagnosis, advice remedy.Container) Diagnosis {
@@ -387,9 +406,8 @@ func container(f Facts, why string) Diagnosis {
 	if len(by) == 0 {
 		by = append(by, "its seccomp filter or capability set")
 	}
-	name := orText(host.Runtime, orText(host.Container, "this"))
 	d := Diagnosis{Cause: CauseContainer,
-		Summary:  fmt.Sprintf("the %s container refuses bwrap a user namespace (%s)", name, strings.Join(by, " and ")),
+		Summary:  fmt.Sprintf("the %s refuses bwrap a user namespace (%s)", containerName(host), strings.Join(by, " and ")),
 		Evidence: f.evidence(append([]string{why}, f.hostFacts()...)...)}
 	if host.Container == "" {
 		// Confined by a profile outside any known container (a snap, a service's profile).
@@ -418,9 +436,9 @@ func slave(f Facts, fail Failure) Diagnosis {
 		return withCommands(d, remedy.ForContainer(host, remedy.Needs{AppArmor: true}))
 	case fail.Errno == "Operation not permitted" && host.Container != "" && (seccompFiltered(host) || !host.SeccompState.Known):
 		d := Diagnosis{Cause: CauseContainerMount,
-			Summary:  "the " + orText(host.Runtime, host.Container) + " container's seccomp filter refuses bwrap's mounts (\"Failed to make / slave: Operation not permitted\")",
+			Summary:  "the " + containerName(host) + "'s seccomp filter refuses bwrap's mounts (\"Failed to make / slave: Operation not permitted\")",
 			Evidence: f.evidence(f.hostFacts()...)}
-		return withCommands(d, remedy.ForContainer(host, remedy.Needs{Seccomp: true, AppArmor: confined(host)}))
+		return withCommands(d, remedy.ForContainer(host, remedy.Needs{Seccomp: true, AppArmor: mayConfine(host)}))
 	}
 	return unknown(f, fail)
 }
@@ -454,7 +472,7 @@ func proc(f Facts, fail Failure) Diagnosis {
 			"); a systemd unit's ProtectKernelTunables=, ProtectProc= or InaccessiblePaths= cover it so"
 		return d
 	}
-	return withCommands(d, remedy.ForContainer(host, remedy.Needs{Proc: true, AppArmor: confined(host)}))
+	return withCommands(d, remedy.ForContainer(host, remedy.Needs{Proc: true, AppArmor: mayConfine(host)}))
 }
 
 // disableUserns: bwrapkit always passes --disable-userns (no nested user namespaces inside its
@@ -476,7 +494,7 @@ func disableUserns(f Facts, fail Failure) Diagnosis {
 	case fail.Errno == "Read-only file system" && host.Runtime == platform.RuntimeNspawn:
 		return withCommands(d, remedy.NspawnWritableProcSys())
 	case fail.Errno == "Read-only file system" && host.Container != "":
-		return withCommands(d, remedy.ForContainer(host, remedy.Needs{Proc: true, AppArmor: confined(host)}))
+		return withCommands(d, remedy.ForContainer(host, remedy.Needs{Proc: true, AppArmor: mayConfine(host)}))
 	case fail.Errno == "Read-only file system" && readOnlyProcSys(host.Proc) != "":
 		d.Evidence = append(d.Evidence, "the mount table shows "+readOnlyProcSys(host.Proc)+" mounted read-only")
 		d.Remedy = "run bwrapkit where " + readOnlyProcSys(host.Proc) + " is not a read-only mount (a systemd unit's " +
@@ -553,9 +571,14 @@ func unknown(f Facts, fail Failure) Diagnosis {
 		}
 		evidence = append(evidence, step)
 	}
+	next := "no cause bwrapkit knows matches these facts; bwrap's message above is the best lead (`bwrapkit doctor -v` shows the host facts)"
+	if f.Host.Emulation == platform.EmulationGVisor {
+		// Whatever gVisor lacks here, nothing inside it can be set to add it.
+		next = remedy.ForContainer(f.Host, remedy.Needs{}).Text + "; " + next
+	}
 	return Diagnosis{Cause: CauseUnknown, Summary: f.Bwrap + " could not build the sandbox: " + line,
 		Evidence: f.evidence(append(evidence, f.hostFacts()...)...),
-		Remedy:   "no cause bwrapkit knows matches these facts; bwrap's message above is the best lead (`bwrapkit doctor -v` shows the host facts)"}
+		Remedy:   next}
 }
 
 // sysctlFix sets a sysctl now and persists it in the drop-in --fix writes and owns.

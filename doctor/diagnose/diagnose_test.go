@@ -37,7 +37,7 @@ func linuxHost() platform.Host {
 }
 
 // hostFixture is platform.Detect over one of testdata/platform's host trees.
-func hostFixture(t *testing.T, name string) platform.Host {
+func hostFixture(t testing.TB, name string) platform.Host {
 	t.Helper()
 	root := filepath.Join(livetest.RepoRoot(), "testdata", "platform", name)
 	if _, err := os.Stat(root); err != nil {
@@ -148,7 +148,7 @@ func TestDiagnose(t *testing.T) {
 			CauseAppArmor, []string{"sudo apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict"}, []string{"tee"}},
 		{"apparmor restriction but label unknown: no name", "reference-apparmor-uid-map", setup, []tweak{on("ubuntu2404-restricted")}, CauseUnknown, nil, []string{"apparmor_parser"}},
 		{"apparmor text only", "reference-apparmor-uid-map", setup, nil, CauseUnknown, nil, []string{"apparmor"}},
-		{"uid map in gVisor: AppArmor is not even on", "ubuntu2404-apparmor-uid-map", setup, []tweak{on("gvisor")}, CauseUnknown, nil, []string{"apparmor"}},
+		{"uid map in gVisor: AppArmor is not even on", "ubuntu2404-apparmor-uid-map", setup, []tweak{on("gvisor")}, CauseUnknown, []string{"--runtime=runc"}, []string{"apparmor"}},
 		{"uid map EPERM under hidepid (bwrap 0.1, bubblewrap#198)", "bwrap-0.1-hidepid-uid-map-eperm", setup, nil, CauseUnknown, nil, []string{"apparmor"}},
 		{"WSL2 after sudo -i, uid map: not AppArmor, not WSL1", "ubuntu2404-apparmor-uid-map", setup, []tweak{on("wsl2-sudo-custom-kernel")}, CauseUnknown, nil, []string{"apparmor", "WSL2"}},
 		{"LXD VM is its own kernel: no nesting remedy", "ubuntu2404-apparmor-uid-map", setup, []tweak{on("lxd-vm")}, CauseAppArmor, []string{"apparmor_parser -r"}, []string{"on the host", "security.nesting"}},
@@ -268,7 +268,11 @@ func TestContainerRemediesAreForTheHost(t *testing.T) {
 			{Host: withKnob(host, func(h *platform.Host) { h.UsernsModuleEnable = knob(0) }), Bwrap: "/usr/bin/bwrap"},
 		} {
 			diagnosis := Diagnose(facts)
-			if !strings.HasPrefix(diagnosis.Remedy, "on the host (not inside this "+host.Container+" container)") {
+			want := "on the host (not inside this " + runtime + " container)"
+			if runtime == platform.RuntimeOther {
+				want = "on the host (not inside this container)"
+			}
+			if !strings.HasPrefix(diagnosis.Remedy, want) {
 				t.Errorf("%s, %s: remedy does not start with where it runs:\n%s", runtime, diagnosis.Cause, diagnosis.Remedy)
 			}
 			if diagnosis.Fix != nil {
@@ -462,5 +466,53 @@ func TestSysctlRemedyWritesWhatFixOwns(t *testing.T) {
 		if _, err := remedy.SysctlDropIn(remedy.SysctlFile, printed, []remedy.SysctlSetting{tc.setting}); err != nil {
 			t.Errorf("%s: --fix refuses the file the printed remedy writes: %v", tc.diagnosis.Cause, err)
 		}
+	}
+}
+
+// TestWSL2WithoutItsVariables: WSL2 entered through `sudo -i` (markers present, WSL_* gone)
+// is WSL2 to the diagnosis too: never told to convert to WSL2, never the WSL1 cause.
+func TestWSL2WithoutItsVariables(t *testing.T) {
+	host := hostFixture(t, "wsl2-sudo-custom-kernel")
+	if host.Kind != platform.KindWSL2 {
+		t.Fatalf("kind %s, want wsl2", host.Kind)
+	}
+	for _, stderr := range []string{"static-0.12.0-proc-masked", "codex-userns-eperm", "debian-0.8.0-nested-enospc"} {
+		diagnosis := Diagnose(Facts{Host: host, Bwrap: "/usr/bin/bwrap", Reason: sandbox.ReasonSetupFailed, Stderr: stderrFixture(t, stderr)})
+		if diagnosis.Cause == CauseWSL1 || strings.Contains(diagnosis.Remedy, "wsl --set-version") {
+			t.Errorf("%s: WSL2 diagnosed as WSL1: %s", stderr, diagnosis.Remedy)
+		}
+	}
+}
+
+// FuzzParseFailure: any stderr parses without panic into a known step, and a Path or Errno
+// only where the line holds it.
+func FuzzParseFailure(f *testing.F) {
+	for _, seed := range []string{"bwrap: Can't mount proc on /proc: Operation not permitted\n", "bwrap: ", "setting up uid map: Permission denied",
+		"bwrap: Can't bind mount /a on /b: No such file or directory", "bwrap: x: Limit exceeded (ENOSPC). (Hint", "\x00bwrap: \n\n"} {
+		f.Add(seed)
+	}
+	known := map[Step]bool{StepNone: true, StepOther: true, StepUserns: true, StepInnerUserns: true, StepUIDMap: true, StepLoopback: true,
+		StepSlave: true, StepProc: true, StepDisableUserns: true, StepBind: true, StepTmpfs: true, StepSetuid: true}
+	f.Fuzz(func(t *testing.T, stderr string) {
+		got := ParseFailure(stderr)
+		if !known[got.Step] {
+			t.Fatalf("unknown step %q", got.Step)
+		}
+		if got.Path != "" && !strings.Contains(stderr, got.Path) && got.Path != "/" {
+			t.Fatalf("path %q not in the text", got.Path)
+		}
+		if got.Errno != "" && !strings.Contains(strings.ToLower(stderr), strings.ToLower(got.Errno)) && !got.MountLimit && !got.ENOSPC {
+			t.Fatalf("errno %q not in the text", got.Errno)
+		}
+		Diagnose(Facts{Host: linuxHost(), Reason: sandbox.ReasonSetupFailed, Stderr: stderr})
+	})
+}
+
+func BenchmarkDiagnose(b *testing.B) {
+	host := hostFixture(b, "docker-ubuntu2404")
+	stderr := "bwrap: Failed to make / slave: Permission denied\n"
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		Diagnose(Facts{Host: host, Bwrap: "/usr/bin/bwrap", Reason: sandbox.ReasonSetupFailed, Stderr: stderr})
 	}
 }

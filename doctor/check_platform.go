@@ -20,6 +20,9 @@ func (s *session) checkPlatform(context.Context) report.Check {
 		summary += ", WSL2"
 	}
 	switch {
+	case host.Container == platform.ContainerOther:
+		// A cgroup namespace or a manager's declaration proves a container, not whose.
+		summary += ", in a container"
 	case host.Runtime != "" && host.Runtime != host.Container:
 		summary += ", in a " + host.Runtime + " container"
 	case host.Container != "":

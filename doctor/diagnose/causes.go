@@ -279,12 +279,16 @@ func emulationName(host platform.Host) string {
 // refused is bwrapkit's own refusal: the boundary could not be made as bwrapkit requires, or
 // the bwrap was not trusted; the host may be fine.
 func refused(f Facts) Diagnosis {
-	summary, next := "bwrapkit refused to run the sandbox: "+string(f.Reason), "run `bwrapkit doctor -v` for the facts"
+	summary, next := "bwrapkit refused to run the sandbox ("+string(f.Reason)+")", "run `bwrapkit doctor -v` for the facts"
 	var unavailable *sandbox.UnavailableError
-	if errors.As(f.Err, &unavailable) {
-		summary, next = "bwrapkit refused: "+strings.TrimPrefix(unavailable.Error(), "sandbox unavailable: "), unavailable.Remedy()
-	} else if f.Err != nil {
-		summary = "bwrapkit refused: " + f.Err.Error()
+	switch {
+	case errors.As(f.Err, &unavailable) && unavailable.Err != nil:
+		summary += ": " + unavailable.Err.Error()
+		next = unavailable.Remedy()
+	case errors.As(f.Err, &unavailable):
+		next = unavailable.Remedy()
+	case f.Err != nil:
+		summary += ": " + f.Err.Error()
 	}
 	if line, _, _ := strings.Cut(summary, "\n"); line != "" {
 		summary = line

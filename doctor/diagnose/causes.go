@@ -3,6 +3,7 @@ package diagnose
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -24,7 +25,7 @@ func (f Facts) Sudo() string { return remedy.Sudo(f.Root) }
 func (f Facts) evidence(candidates ...string) []string {
 	var facts []string
 	for _, fact := range candidates {
-		if fact != "" {
+		if fact != "" && !slices.Contains(facts, fact) {
 			facts = append(facts, fact)
 		}
 	}
@@ -72,6 +73,12 @@ func runtimeText(host platform.Host) string {
 	}
 	if host.Emulation != "" {
 		parts = append(parts, "emulation: "+host.Emulation)
+	}
+	switch {
+	case host.Termux:
+		parts = append(parts, "Android (Termux)")
+	case host.Android:
+		parts = append(parts, "Android")
 	}
 	if len(parts) == 0 {
 		return ""
@@ -575,14 +582,27 @@ func unknown(f Facts, fail Failure) Diagnosis {
 		}
 		evidence = append(evidence, step)
 	}
-	next := "no cause bwrapkit knows matches these facts; bwrap's message above is the best lead (`bwrapkit doctor -v` shows the host facts)"
-	if f.Host.Emulation == platform.EmulationGVisor {
-		// Whatever gVisor lacks here, nothing inside it can be set to add it.
-		next = remedy.ForContainer(f.Host, remedy.Needs{}).Text + "; " + next
+	// The kernel logs the refusals an LSM makes ("apparmor=\"DENIED\"") and a proc mount it
+	// finds too revealing ("VFS: Mount too revealing"); a container usually cannot read it.
+	look := f.Sudo() + `dmesg | grep -i -e denied -e "too revealing"`
+	where := ""
+	if f.Host.Container != "" {
+		where = ", on the host"
 	}
-	return Diagnosis{Cause: CauseUnknown, Summary: f.Bwrap + " could not build the sandbox: " + line,
+	next := "no cause bwrapkit knows matches these facts; bwrap's message above is the best lead (`bwrapkit doctor -v` shows the host facts). " +
+		"Look for the kernel's refusal in its log" + where + ":\n" + look
+	if f.Host.Emulation == platform.EmulationGVisor {
+		// Whatever gVisor lacks here, nothing inside it can be set to add it, and its log is not the kernel's.
+		next = remedy.ForContainer(f.Host, remedy.Needs{}).Text + "; bwrap's message above is the best lead"
+		look = ""
+	}
+	d := Diagnosis{Cause: CauseUnknown, Summary: f.Bwrap + " could not build the sandbox: " + line,
 		Evidence: f.evidence(append(evidence, f.hostFacts()...)...),
 		Remedy:   next}
+	if look != "" {
+		d.Commands = []string{look}
+	}
+	return d
 }
 
 // sysctlFix sets a sysctl now and persists it in the drop-in --fix writes and owns.

@@ -155,8 +155,9 @@ func Diagnose(f Facts) Diagnosis {
 	if host.Emulation == platform.EmulationProot || (host.Termux || host.Android) && (f.UsernsErr != 0 || fail.Step == StepUserns) {
 		return emulated(f)
 	}
+	firstSteps := fail.Step == StepUIDMap || fail.Step == StepLoopback || fail.Step == StepUserns
 	if apparmorRestricts(host) && f.AppArmorProfile == "" && (f.UsernsErr == 0 || f.UsernsErr == syscall.EPERM) &&
-		(f.Reason == "" || fail.Step == StepUIDMap || fail.Step == StepLoopback || fail.Step == StepUserns || fail.Step == StepNone) {
+		(f.Reason == "" || f.Reason == sandbox.ReasonSetupFailed && firstSteps) {
 		// Unconfined, restricted, no profile: the kernel gives bwrap a user namespace without
 		// capabilities, and the uid map (or lo's address) is the first thing that fails.
 		return AppArmor(f)

@@ -477,6 +477,12 @@ func proc(f Facts, fail Failure) Diagnosis {
 	d := Diagnosis{Cause: CauseProcMasked,
 		Summary:  "no proc mount here is fully visible (the container covers parts of /proc), so the kernel refuses the sandbox a fresh /proc",
 		Evidence: f.evidence(f.hostFacts()...)}
+	if len(view.Mounts) == 0 {
+		// A chroot or a build root without proc: there is nothing for a new proc to match.
+		d.Summary = "no proc is mounted here, so the kernel refuses the sandbox a fresh /proc (it needs one fully visible proc to allow another)"
+		d.Remedy = "mount proc where bwrapkit runs (as root: mount -t proc proc /proc), or run bwrapkit where it is mounted"
+		return d
+	}
 	if host.Container == "" {
 		d.Summary = "no proc mount here is fully visible, so the kernel refuses the sandbox a fresh /proc"
 		d.Remedy = "run bwrapkit where /proc is not covered (" + orText(strings.Join(view.Masks(), ", "), "a read-only or partial proc mount") +

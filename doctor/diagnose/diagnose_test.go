@@ -173,6 +173,8 @@ func TestDiagnose(t *testing.T) {
 		{"systemd ProtectKernelTunables outside a container (cprussin/dotfiles#44)", "bwrap-systemd-protectkerneltunables-proc-eacces", setup, []tweak{procOf(dockerLikeProc)},
 			CauseProcMasked, []string{"ProtectKernelTunables="}, []string{"--security-opt", "on the host"}},
 		{"LXD nesting: /dev/.lxc/proc is visible, masks are not the cause", "static-0.12.0-proc-masked", setup, []tweak{on("lxd-nesting")}, CauseUnknown, nil, []string{"security.nesting", "--security-opt"}},
+		{"no proc mounted at all (a build root)", "debian-0.8.0-proc-masked", setup, []tweak{withHost(func(h *platform.Host) { h.Proc = platform.ProcView{Known: true} })},
+			CauseProcMasked, []string{"mount -t proc proc /proc"}, []string{"--security-opt"}},
 		{"proc text, mount table unreadable", "codex-proc-masked", setup, []tweak{docker}, CauseUnknown, nil, []string{"--security-opt"}},
 		// bwrapkit's --disable-userns, refused by the host: bwrapkit's requirement, said so.
 		{"nspawn read-only /proc/sys (bubblewrap#707)", "nspawn-disable-userns-erofs", setup, []tweak{on("nspawn")}, CauseDisableUserns,

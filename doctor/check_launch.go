@@ -25,7 +25,7 @@ func (s *session) checkLaunch(ctx context.Context) report.Check {
 	var unavailable *sandbox.UnavailableError
 	if errors.As(err, &unavailable) {
 		facts := s.facts()
-		facts.Reason, facts.Missing, facts.Stderr = unavailable.Reason, unavailable.Missing, unavailable.Stderr
+		facts.Reason, facts.Missing, facts.Stderr, facts.Err = unavailable.Reason, unavailable.Missing, unavailable.Stderr, unavailable
 		diagnosis := diagnose.Diagnose(facts)
 		detail := append([]string{"sandbox.Run: " + string(unavailable.Reason)}, diagnosis.Evidence...)
 		return report.Check{Status: report.StatusFail, Summary: "no sandbox: " + diagnosis.Summary,

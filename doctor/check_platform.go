@@ -19,8 +19,19 @@ func (s *session) checkPlatform(context.Context) report.Check {
 	if host.Kind == platform.KindWSL2 {
 		summary += ", WSL2"
 	}
-	if host.Container != "" {
+	switch {
+	case host.Container == platform.ContainerOther:
+		// A cgroup namespace or a manager's declaration proves a container, not whose.
+		summary += ", in a container"
+	case host.Runtime != "" && host.Runtime != host.Container:
+		summary += ", in a " + host.Runtime + " container"
+	case host.Container != "":
 		summary += ", in a " + host.Container + " container"
+	case host.VirtualMachine != "":
+		summary += ", in a " + host.VirtualMachine + " virtual machine"
+	}
+	if host.Emulation != "" {
+		summary += ", under " + host.Emulation
 	}
 	detail := platformDetail(host)
 	if _, unsupported := host.Unsupported(); unsupported {
@@ -43,10 +54,40 @@ func platformDetail(host platform.Host) string {
 		"user_namespace.enable: " + diagnose.KnobText(host.UsernsModuleEnable),
 		"kernel.apparmor_restrict_unprivileged_userns: " + diagnose.KnobText(host.AppArmorRestrictUserns),
 		fmt.Sprintf("AppArmor: %v, SELinux: %s", host.AppArmorEnabled, orUnknown(host.SELinux)),
-		fmt.Sprintf("seccomp mode %d, no_new_privs %v, CAP_SYS_ADMIN %v, initial user namespace %v",
-			host.Seccomp, host.NoNewPrivs, host.CapSysAdmin, host.InitialUserNamespace),
+		"AppArmor label: " + diagnose.LabelText(host),
+		fmt.Sprintf("seccomp: %s, no_new_privs %v, CAP_SYS_ADMIN %v, initial user namespace %v",
+			diagnose.SeccompText(host.SeccompState), host.NoNewPrivs, host.CapSysAdmin, host.InitialUserNamespace),
+		"user namespaces in the kernel build: " + orUnknown(host.UsernsBuild.State) + usernsBuildEvidence(host.UsernsBuild),
+	}
+	if host.Emulation != platform.EmulationGVisor {
+		// gVisor's mount table describes its own proc, which the kernel's rule does not govern.
+		lines = append(lines, "proc: "+diagnose.ProcText(host.Proc))
+	}
+	if host.Runtime != "" || host.Emulation != "" || host.VirtualMachine != "" || len(host.RuntimeEvidence) > 0 {
+		lines = append(lines, fmt.Sprintf("runtime: %s, emulation: %s, virtual machine: %s", orUnknown(host.Runtime),
+			orNone(host.Emulation), orNone(host.VirtualMachine)))
+		for _, evidence := range host.RuntimeEvidence {
+			lines = append(lines, "  "+evidence)
+		}
+	}
+	if host.Tracer.PID != 0 {
+		lines = append(lines, fmt.Sprintf("traced by pid %d (%s)", host.Tracer.PID, orUnknown(host.Tracer.Comm)))
 	}
 	return strings.Join(lines, "\n")
+}
+
+func usernsBuildEvidence(build platform.UsernsBuild) string {
+	if build.Evidence == "" {
+		return ""
+	}
+	return " (" + build.Evidence + ")"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func orUnknown(s string) string {

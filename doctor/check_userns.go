@@ -27,6 +27,8 @@ func (s *session) checkUserns(context.Context) report.Check {
 		"user_namespace.enable: " + diagnose.KnobText(host.UsernsModuleEnable),
 		"kernel.apparmor_restrict_unprivileged_userns: " + diagnose.KnobText(host.AppArmorRestrictUserns),
 		fmt.Sprintf("initial user namespace: %v, CAP_SYS_ADMIN: %v", host.InitialUserNamespace, host.CapSysAdmin),
+		"AppArmor label: " + diagnose.LabelText(host),
+		"seccomp: " + diagnose.SeccompText(host.SeccompState),
 	}, "\n")
 
 	if knobBlocks || facts.UsernsErr != 0 {
@@ -39,7 +41,7 @@ func (s *session) checkUserns(context.Context) report.Check {
 		}
 		return check
 	}
-	if host.AppArmorRestrictsUserns() {
+	if diagnose.AppArmorRestrictsThisProcess(host) {
 		if facts.AppArmorProfile != "" {
 			return report.Check{Status: report.StatusOK, Detail: detail,
 				Summary: fmt.Sprintf("available; AppArmor restricts them, and %s grants them to %s", facts.AppArmorProfile, facts.Bwrap)}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/locate"
+	"github.com/bwrapkit/bwrapkit/platform"
 )
 
 // Config is everything a doctor run depends on; the zero value of each field means the
@@ -15,7 +16,7 @@ import (
 type Config struct {
 	Query  locate.Query      // which bwrap (see locate.Find)
 	FS     locate.FileSystem // default locate.OS{}
-	Root   fs.FS             // the host's "/", for platform facts; default os.DirFS("/")
+	Root   fs.FS             // the host's "/", for platform facts; default platform.HostRoot() (FIFO-safe opens)
 	Getenv func(string) string
 	// Environ is the caller's environment, as the sandbox's policy is built from it. The
 	// doctor adds a canary secret to it that must not reach the sandbox.
@@ -39,7 +40,7 @@ func (c Config) withDefaults() Config {
 		c.FS = locate.OS{}
 	}
 	if c.Root == nil {
-		c.Root = os.DirFS("/")
+		c.Root = platform.HostRoot()
 	}
 	if c.Getenv == nil {
 		c.Getenv = os.Getenv

@@ -1,7 +1,9 @@
 package diagnose
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -23,7 +25,7 @@ func (f Facts) Sudo() string { return remedy.Sudo(f.Root) }
 func (f Facts) evidence(candidates ...string) []string {
 	var facts []string
 	for _, fact := range candidates {
-		if fact != "" {
+		if fact != "" && !slices.Contains(facts, fact) {
 			facts = append(facts, fact)
 		}
 	}
@@ -31,6 +33,144 @@ func (f Facts) evidence(candidates ...string) []string {
 		facts = append(facts, "bwrap said: "+line)
 	}
 	return facts
+}
+
+// hostFacts are the structured facts a diagnosis rests on, as lines for its evidence; what
+// could not be read says so and why.
+func (f Facts) hostFacts() []string {
+	host := f.Host
+	var lines []string
+	if where := runtimeText(host); where != "" {
+		lines = append(lines, where)
+	}
+	if host.AppArmorEnabled || host.AppArmorLabel.Known || host.AppArmorLabel.Err != "" {
+		lines = append(lines, "AppArmor label of this process: "+LabelText(host))
+	}
+	lines = append(lines, "seccomp: "+SeccompText(host.SeccompState))
+	if host.Emulation != platform.EmulationGVisor {
+		lines = append(lines, "proc: "+ProcText(host.Proc))
+	}
+	if text := usernsErrText(f.UsernsErr); text != "" {
+		lines = append(lines, text)
+	}
+	return lines
+}
+
+// runtimeText names what runs this process, with the files that proved it.
+func runtimeText(host platform.Host) string {
+	var parts []string
+	if host.Runtime != "" {
+		name := host.Runtime
+		if host.RuntimeInstance != "" {
+			name += " " + host.RuntimeInstance
+		}
+		parts = append(parts, "container: "+name)
+	} else if host.Container != "" {
+		parts = append(parts, "container: "+host.Container)
+	}
+	if host.VirtualMachine != "" {
+		parts = append(parts, "virtual machine: "+host.VirtualMachine+" (its own kernel)")
+	}
+	if host.Emulation != "" {
+		parts = append(parts, "emulation: "+host.Emulation)
+	}
+	switch {
+	case host.Termux:
+		parts = append(parts, "Android (Termux)")
+	case host.Android:
+		parts = append(parts, "Android")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	if len(host.RuntimeEvidence) > 0 {
+		return strings.Join(parts, ", ") + " (" + strings.Join(host.RuntimeEvidence, "; ") + ")"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// LabelText is this process's AppArmor label as a report shows it.
+func LabelText(host platform.Host) string {
+	if !host.AppArmorEnabled && !host.AppArmorLabel.Known && host.AppArmorLabel.Err == "" {
+		return "none (AppArmor is not enabled)"
+	}
+	return host.AppArmorLabel.String()
+}
+
+// SeccompText is a seccomp state as a report shows it.
+func SeccompText(state platform.SeccompState) string {
+	if !state.Known {
+		return "unknown (" + orText(state.Err, "not read") + ")"
+	}
+	text := [...]string{"none", "strict", "filter"}[min(max(state.Mode, 0), 2)]
+	if state.Mode == 2 && state.Filters > 0 {
+		text += fmt.Sprintf(", %d filters", state.Filters)
+	}
+	return text
+}
+
+// ProcText says whether a proc mount is fully visible, what hides parts of /proc, or why
+// that is unknown.
+func ProcText(view platform.ProcView) string {
+	if !view.Known {
+		if view.Err != "" {
+			return "unknown (/proc/self/mountinfo: " + view.Err + ")"
+		}
+		return "unknown (/proc/self/mountinfo is missing)"
+	}
+	masks := view.Masks()
+	visible, ok := view.VisibleProc()
+	switch {
+	case ok && len(masks) > 0:
+		return fmt.Sprintf("%s is fully visible, so the masks on /proc (%s) do not stop a fresh proc", visible, strings.Join(masks, ", "))
+	case ok:
+		return visible + " is fully visible"
+	case len(masks) > 0:
+		return "no proc mount is fully visible; hidden under /proc: " + strings.Join(masks, ", ")
+	case len(view.Mounts) == 0:
+		return "no proc mount in the mount table"
+	}
+	return "no proc mount is fully visible (read-only, subset=pid, a subdirectory, or other atime flags)"
+}
+
+func orText(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+// onHost is how a container's remedy must begin: a sysctl or an AppArmor profile is the
+// kernel's, and only the host may change it.
+func (f Facts) onHost() string {
+	if f.Host.Container == "" {
+		return ""
+	}
+	return "on the host (not inside this " + containerName(f.Host) + "): "
+}
+
+// containerName is "docker container", "systemd-nspawn container", or "container" for a
+// runtime no file names.
+func containerName(host platform.Host) string {
+	name := host.Runtime
+	if name == "" {
+		name = host.Container
+	}
+	if name == "" || name == platform.RuntimeOther {
+		return "container"
+	}
+	return name + " container"
+}
+
+// hostOnly drops the automatable fix in a container: --fix would change the container's view
+// or fail, never the host's. The commands stay, for the host.
+func (f Facts) hostOnly(d Diagnosis) Diagnosis {
+	if f.Host.Container == "" || d.Fix == nil {
+		return d
+	}
+	d.Commands = append([]string{}, d.Fix.Commands...)
+	d.Fix = nil
+	return d
 }
 
 func unsupportedOS(f Facts) Diagnosis {
@@ -97,22 +237,82 @@ func setuidUnsupported(f Facts, why string) Diagnosis {
 
 func usernsOff(f Facts, why string) Diagnosis {
 	grubby := f.Sudo() + "grubby --update-kernel=ALL --args=user_namespace.enable=1"
-	return Diagnosis{Cause: CauseUsernsOff, Commands: []string{grubby},
-		Summary:  "this kernel has user namespaces switched off at boot, and bwrap needs them",
+	return f.hostOnly(Diagnosis{Cause: CauseUsernsOff, Commands: []string{grubby},
+		Summary:  "this kernel has user namespaces switched off at boot (user_namespace.enable=N), and bwrap needs them",
 		Evidence: f.evidence(why),
-		Remedy: "enable them on the kernel command line and reboot (RHEL/CentOS 7):\n" +
+		Remedy: f.onHost() + "enable them on the kernel command line and reboot (RHEL/CentOS 7):\n" +
 			grubby + "\n" +
-			"then make sure user.max_user_namespaces is above 0 (see below) and reboot"}
+			"then make sure user.max_user_namespaces is above 0 (see below) and reboot"})
+}
+
+// usernsNotBuilt: no setting can add user namespaces to a kernel built without them.
+func usernsNotBuilt(f Facts, why string) Diagnosis {
+	if f.Host.Android || f.Host.Termux {
+		return emulated(f)
+	}
+	where := "boot"
+	if f.Host.Container != "" {
+		where = "on the host, boot"
+	}
+	return Diagnosis{Cause: CauseUsernsNotBuilt,
+		Summary:  "this kernel was built without user namespaces (CONFIG_USER_NS), and bwrap needs them",
+		Evidence: f.evidence(why, f.Host.UsernsBuild.Evidence),
+		Remedy: where + " a kernel built with CONFIG_USER_NS=y (every major distribution's stock kernel is); " +
+			"no setting adds them to this one"}
+}
+
+// emulated: gVisor, proot and Termux answer system calls themselves or sit on a kernel that
+// gives apps no user namespaces; nothing can be set where the user is.
+func emulated(f Facts) Diagnosis {
+	advice := remedy.ForContainer(f.Host, remedy.Needs{})
+	summary := "bwrap cannot build a sandbox under " + emulationName(f.Host)
+	return Diagnosis{Cause: CauseEmulated, Summary: summary,
+		Evidence: f.evidence(f.hostFacts()...),
+		Remedy:   advice.Text}
+}
+
+func emulationName(host platform.Host) string {
+	switch {
+	case host.Emulation == platform.EmulationGVisor:
+		return "gVisor"
+	case host.Emulation == platform.EmulationProot:
+		return "proot"
+	case host.Termux:
+		return "Termux (Android)"
+	}
+	return "Android"
+}
+
+// refused is bwrapkit's own refusal: the boundary could not be made as bwrapkit requires, or
+// the bwrap was not trusted; the host may be fine.
+func refused(f Facts) Diagnosis {
+	summary, next := "bwrapkit refused to run the sandbox ("+string(f.Reason)+")", "run `bwrapkit doctor -v` for the facts"
+	var unavailable *sandbox.UnavailableError
+	switch {
+	case errors.As(f.Err, &unavailable) && unavailable.Err != nil:
+		summary += ": " + unavailable.Err.Error()
+		next = unavailable.Remedy()
+	case errors.As(f.Err, &unavailable):
+		next = unavailable.Remedy()
+	case f.Err != nil:
+		summary += ": " + f.Err.Error()
+	}
+	if line, _, _ := strings.Cut(summary, "\n"); line != "" {
+		summary = line
+	}
+	return Diagnosis{Cause: CauseRefused, Summary: summary,
+		Evidence: f.evidence("sandbox: " + string(f.Reason) + " (bwrapkit's own check, not the host's)"),
+		Remedy:   next}
 }
 
 func usernsLimit(f Facts, why string) Diagnosis {
 	const setting, value = "user.max_user_namespaces", "15000"
 	fix := sysctlFix(f, setting, value)
-	return Diagnosis{Cause: CauseUsernsLimit,
+	return f.hostOnly(Diagnosis{Cause: CauseUsernsLimit,
 		Summary:  "user namespaces are limited to none (user.max_user_namespaces), so bwrap cannot create one",
 		Evidence: f.evidence(why, fmt.Sprintf("user.max_user_namespaces = %s", KnobText(f.Host.MaxUserNamespaces))),
-		Remedy:   "raise the limit now and persist it:\n" + strings.Join(fix.Commands, "\n"),
-		Fix:      fix}
+		Remedy:   f.onHost() + "raise the limit now and persist it:\n" + strings.Join(fix.Commands, "\n"),
+		Fix:      fix})
 }
 
 func nested(f Facts, why string) Diagnosis {
@@ -127,71 +327,241 @@ func nested(f Facts, why string) Diagnosis {
 
 func unprivilegedClone(f Facts, why string) Diagnosis {
 	fix := sysctlFix(f, "kernel.unprivileged_userns_clone", "1")
-	return Diagnosis{Cause: CauseUnprivilegedClone,
+	return f.hostOnly(Diagnosis{Cause: CauseUnprivilegedClone,
 		Summary:  "the kernel does not allow unprivileged user namespaces, which bwrap needs",
 		Evidence: f.evidence(why, "kernel.unprivileged_userns_clone = "+KnobText(f.Host.UnprivilegedUsernsClone)),
-		Remedy:   "allow them now and persist it:\n" + strings.Join(fix.Commands, "\n"),
-		Fix:      fix}
+		Remedy:   f.onHost() + "allow them now and persist it:\n" + strings.Join(fix.Commands, "\n"),
+		Fix:      fix})
 }
 
 func usernsDenied(f Facts, why string) Diagnosis {
 	return Diagnosis{Cause: CauseUsernsDenied, Commands: []string{f.Sudo() + "dmesg | grep -i -e denied -e userns"},
 		Summary: "the kernel refuses this process a user namespace (EPERM) though no sysctl forbids it: " +
 			"a chroot (the kernel refuses user namespaces inside one) or a security module",
-		Evidence: f.evidence(why, usernsErrText(f.UsernsErr)),
+		Evidence: f.evidence(append([]string{why}, f.hostFacts()...)...),
 		Remedy: "run bwrapkit outside any chroot (schroot, a build root, `chroot`); " +
 			"if there is none, look for the denial in the kernel log (" + f.Sudo() + "dmesg | grep -i -e denied -e userns)"}
 }
 
-// AppArmor is the diagnosis of AppArmor's userns restriction without a profile for f.Bwrap.
+// AppArmor is the diagnosis of AppArmor's userns restriction without a profile for f.Bwrap
+// (or with a profile file that is not loaded).
 func AppArmor(f Facts) Diagnosis {
 	sudo := f.Sudo()
+	onHost := f.onHost()
 	lastResort := "last resort, lifting the restriction for every program on this host:\n" +
 		sudo + "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
+	evidence := []string{"kernel.apparmor_restrict_unprivileged_userns = " + KnobText(f.Host.AppArmorRestrictUserns),
+		"AppArmor label of this process: " + f.Host.AppArmorLabel.String() + " (the restriction applies to unconfined processes)"}
+	if f.AppArmorProfile != "" {
+		evidence = append(evidence, f.AppArmorProfile+" grants userns to "+f.Bwrap+", yet the kernel still restricts it: the profile is not loaded")
+	} else {
+		evidence = append(evidence, "no profile in /etc/apparmor.d grants userns to "+f.Bwrap)
+	}
 	diagnosis := Diagnosis{Cause: CauseAppArmor,
-		Summary:  "AppArmor restricts unprivileged user namespaces and no profile lets " + f.Bwrap + " create one",
-		Evidence: f.evidence("kernel.apparmor_restrict_unprivileged_userns = "+KnobText(f.Host.AppArmorRestrictUserns), "no profile in /etc/apparmor.d grants userns to "+f.Bwrap),
+		Summary:  "AppArmor restricts unprivileged user namespaces and no loaded profile lets " + f.Bwrap + " create one",
+		Evidence: f.evidence(evidence...),
+	}
+	if f.AppArmorProfile != "" {
+		load := sudo + "apparmor_parser -r " + remedy.Quote(f.AppArmorProfile)
+		diagnosis.Remedy = onHost + "load the profile that grants it:\n" + load + "\n" + lastResort
+		diagnosis.Commands = []string{load}
+		return diagnosis
 	}
 	// The same profile `doctor --fix` writes, so a printed remedy and an applied one agree.
 	profile, err := remedy.NewAppArmorProfile(f.Bwrap)
 	if err != nil {
 		// The fix stays, without a profile: --fix then says why it cannot write one.
-		diagnosis.Remedy = "move bwrap to a plain path (" + err.Error() + "), then give it an AppArmor profile that grants userns;\n" + lastResort
+		diagnosis.Remedy = onHost + "move bwrap to a plain path (" + err.Error() + "), then give it an AppArmor profile that grants userns;\n" + lastResort
 		diagnosis.Fix = &remedy.Fix{Kind: remedy.AppArmor, Bwrap: f.Bwrap}
-		return diagnosis
+		return f.hostOnly(diagnosis)
 	}
 	commands := profile.Commands(sudo)
-	diagnosis.Remedy = "give this bwrap a profile that grants userns:\n" + strings.Join(commands, "\n") + "\n" + lastResort
+	diagnosis.Remedy = onHost + "give this bwrap a profile that grants userns:\n" + strings.Join(commands, "\n") + "\n" + lastResort
 	diagnosis.Fix = profile.Fix(sudo)
-	return diagnosis
+	return f.hostOnly(diagnosis)
 }
 
-func container(f Facts) Diagnosis {
-	runtime := f.Host.Container
-	remedy := "run the container with --security-opt seccomp=unconfined --security-opt apparmor=unconfined " +
-		"(docker run / podman run), or let the container be the sandbox"
-	if runtime == platform.ContainerKubernetes {
-		remedy = "set the pod's securityContext to seccompProfile: {type: Unconfined} and appArmorProfile: {type: Unconfined}, or let the container be the sandbox"
+// containerNeeds is what this container's confinement must give up, from the facts: seccomp
+// when a filter is on (or unknown), AppArmor when a profile confines this process.
+func containerNeeds(host platform.Host) remedy.Needs {
+	return remedy.Needs{Seccomp: !host.SeccompState.Known || host.SeccompState.Mode == 2, AppArmor: mayConfine(host)}
+}
+
+// mayConfine: a profile confines this process, or AppArmor is on and the label could not be
+// read; either way the runtime's remedy must lift the profile too.
+func mayConfine(host platform.Host) bool {
+	return confined(host) || host.AppArmorEnabled && !host.AppArmorLabel.Known
+}
+
+func withCommands(d Diagnosis, advice remedy.Container) Diagnosis {
+	d.Remedy = advice.Text
+	if len(advice.Commands) > 0 {
+		d.Remedy += "\n" + strings.Join(advice.Commands, "\n")
+		d.Commands = advice.Commands
 	}
-	return Diagnosis{Cause: CauseContainer,
-		Summary:  fmt.Sprintf("the %s container's seccomp or AppArmor policy forbids creating namespaces", runtime),
-		Evidence: f.evidence(fmt.Sprintf("container: %s, seccomp mode %d", runtime, f.Host.Seccomp), usernsErrText(f.UsernsErr)),
-		Remedy:   remedy}
+	return d
 }
 
-func seccomp(f Facts) Diagnosis {
-	return Diagnosis{Cause: CauseSeccomp,
-		Summary:  "a seccomp filter on this process forbids creating user namespaces",
-		Evidence: f.evidence("Seccomp: 2 in /proc/self/status", usernsErrText(f.UsernsErr)),
-		Remedy: "run bwrapkit outside the program or service that installs the filter (a systemd unit's " +
-			"RestrictNamespaces= or SystemCallFilter=, another sandbox, a container runtime)"}
+// container: the namespace itself is refused, by the runtime's seccomp filter or by the
+// AppArmor profile this process runs under (docker-default denies what Ubuntu's restriction
+// would otherwise decide).
+func container(f Facts, why string) Diagnosis {
+	host := f.Host
+	var by []string
+	if seccompFiltered(host) {
+		by = append(by, "its seccomp filter")
+	}
+	if confined(host) {
+		by = append(by, "its AppArmor profile "+host.AppArmorLabel.Label)
+	}
+	if len(by) == 0 {
+		by = append(by, "its seccomp filter or capability set")
+	}
+	d := Diagnosis{Cause: CauseContainer,
+		Summary:  fmt.Sprintf("the %s refuses bwrap a user namespace (%s)", containerName(host), strings.Join(by, " and ")),
+		Evidence: f.evidence(append([]string{why}, f.hostFacts()...)...)}
+	if host.Container == "" {
+		// Confined by a profile outside any known container (a snap, a service's profile).
+		d.Summary = "the AppArmor profile " + host.AppArmorLabel.Label + " this process runs under refuses bwrap a user namespace"
+		d.Remedy = "run bwrapkit outside the program or service confined by " + host.AppArmorLabel.Label +
+			" (`aa-status` lists the confined processes), or give that profile a `userns,` rule"
+		return d
+	}
+	return withCommands(d, remedy.ForContainer(host, containerNeeds(host)))
 }
 
-func procMasked(f Facts) Diagnosis {
-	return Diagnosis{Cause: CauseProcMasked,
-		Summary:  "the container masks parts of /proc, so the kernel refuses the sandbox a fresh /proc",
-		Evidence: f.evidence("mounts over /proc: " + strings.Join(f.ProcMasks, ", ")),
-		Remedy:   "run the container with podman `--security-opt unmask=ALL` (docker: `--security-opt systempaths=unconfined`)"}
+// slave: "Failed to make / slave" is bwrap's first mount in its new mount namespace; under a
+// confining AppArmor profile EACCES is that profile's `deny mount` (docker-default has one),
+// and EPERM is a seccomp filter on mount(2) or a missing capability.
+func slave(f Facts, fail Failure) Diagnosis {
+	host := f.Host
+	switch {
+	case fail.Errno == "Permission denied" && confined(host):
+		d := Diagnosis{Cause: CauseContainerMount,
+			Summary:  "the AppArmor profile " + host.AppArmorLabel.Label + " denies bwrap's mounts (\"Failed to make / slave: Permission denied\")",
+			Evidence: f.evidence(f.hostFacts()...)}
+		if host.Container == "" {
+			d.Remedy = "run bwrapkit outside the program confined by " + host.AppArmorLabel.Label + ", or let that profile allow mounts"
+			return d
+		}
+		return withCommands(d, remedy.ForContainer(host, remedy.Needs{AppArmor: true}))
+	case fail.Errno == "Operation not permitted" && host.Container != "" && (seccompFiltered(host) || !host.SeccompState.Known):
+		d := Diagnosis{Cause: CauseContainerMount,
+			Summary:  "the " + containerName(host) + "'s seccomp filter refuses bwrap's mounts (\"Failed to make / slave: Operation not permitted\")",
+			Evidence: f.evidence(f.hostFacts()...)}
+		return withCommands(d, remedy.ForContainer(host, remedy.Needs{Seccomp: true, AppArmor: mayConfine(host)}))
+	}
+	return unknown(f, fail)
+}
+
+// proc: the kernel lets a user namespace mount a fresh proc only while some proc mount of
+// its mount namespace is fully visible (mnt_already_visible in fs/namespace.c). The mount
+// table proves that or not; bwrap's message only says which step failed.
+func proc(f Facts, fail Failure) Diagnosis {
+	host := f.Host
+	view := host.Proc
+	if host.Emulation == platform.EmulationGVisor {
+		// gVisor's proc is its own: the kernel's rule does not apply, and its mount table proves nothing.
+		return unknown(f, fail)
+	}
+	if !view.Known {
+		d := unknown(f, fail)
+		d.Summary = f.Bwrap + " could not mount the sandbox's proc, and whether a mask hides part of /proc is unknown: " + ProcText(view)
+		return d
+	}
+	if visible, ok := view.VisibleProc(); ok {
+		d := unknown(f, fail)
+		d.Summary = f.Bwrap + " could not mount the sandbox's proc, though " + visible + " is fully visible, so masks are not the cause"
+		return d
+	}
+	d := Diagnosis{Cause: CauseProcMasked,
+		Summary:  "no proc mount here is fully visible (the container covers parts of /proc), so the kernel refuses the sandbox a fresh /proc",
+		Evidence: f.evidence(f.hostFacts()...)}
+	if len(view.Mounts) == 0 {
+		// A chroot or a build root without proc: there is nothing for a new proc to match.
+		d.Summary = "no proc is mounted here, so the kernel refuses the sandbox a fresh /proc (it needs one fully visible proc to allow another)"
+		d.Remedy = "mount proc where bwrapkit runs (as root: mount -t proc proc /proc), or run bwrapkit where it is mounted"
+		return d
+	}
+	if host.Container == "" {
+		d.Summary = "no proc mount here is fully visible, so the kernel refuses the sandbox a fresh /proc"
+		d.Remedy = "run bwrapkit where /proc is not covered (" + orText(strings.Join(view.Masks(), ", "), "a read-only or partial proc mount") +
+			"); a systemd unit's ProtectKernelTunables=, ProtectProc= or InaccessiblePaths= cover it so"
+		return d
+	}
+	return withCommands(d, remedy.ForContainer(host, remedy.Needs{Proc: true, AppArmor: mayConfine(host)}))
+}
+
+// disableUserns: bwrapkit always passes --disable-userns (no nested user namespaces inside its
+// sandbox), and bwrap implements it by writing 1 to /proc/sys/user/max_user_namespaces of the
+// sandbox's own user namespace. A host that does not let it write there is not broken; it
+// cannot host bwrapkit's boundary as it is.
+func disableUserns(f Facts, fail Failure) Diagnosis {
+	host := f.Host
+	why := "bwrapkit's sandbox forbids nested user namespaces (bwrap --disable-userns), which writes 1 to " +
+		"/proc/sys/user/max_user_namespaces inside the sandbox's own user namespace"
+	d := Diagnosis{Cause: CauseDisableUserns,
+		Summary:  "bwrap could not forbid nested user namespaces, as bwrapkit requires: /proc/sys/user/max_user_namespaces: " + orText(fail.Errno, "refused"),
+		Evidence: f.evidence(append([]string{why}, f.hostFacts()...)...)}
+	switch {
+	case host.Emulation == platform.EmulationGVisor:
+		d.Remedy = "gVisor has no /proc/sys/user/max_user_namespaces (google/gvisor#11210): there is no fix inside gVisor; " +
+			"run bwrapkit in a container started by runc, or outside the container"
+		return d
+	case fail.Errno == "Read-only file system" && host.Runtime == platform.RuntimeNspawn:
+		return withCommands(d, remedy.NspawnWritableProcSys())
+	case fail.Errno == "Read-only file system" && host.Container != "":
+		return withCommands(d, remedy.ForContainer(host, remedy.Needs{Proc: true, AppArmor: mayConfine(host)}))
+	case fail.Errno == "Read-only file system" && readOnlyProcSys(host.Proc) != "":
+		d.Evidence = append(d.Evidence, "the mount table shows "+readOnlyProcSys(host.Proc)+" mounted read-only")
+		d.Remedy = "run bwrapkit where " + readOnlyProcSys(host.Proc) + " is not a read-only mount (a systemd unit's " +
+			"ProtectKernelTunables=, an enclosing sandbox's read-only /proc/sys make it so)"
+		return d
+	case fail.Errno == "Permission denied" && host.Runtime == platform.RuntimeIncus:
+		d.Remedy = "on the host, upgrade Incus: its AppArmor policy denied containers writes to /proc/sys/user until " +
+			"lxc/incus#1937 (April 2025); then restart the container"
+		return d
+	case fail.Errno == "Permission denied" && confined(host):
+		d.Remedy = "the AppArmor profile " + host.AppArmorLabel.Label + " denies writing /proc/sys/user; " + f.onHost() +
+			"let the container's profile write /proc/sys/user/** (bwrap writes only its own user namespace's limit there)"
+		return d
+	case fail.Errno == "No such file or directory":
+		d.Remedy = "this kernel has no /proc/sys/user/max_user_namespaces (Linux before 4.9): boot a newer kernel"
+		return d
+	}
+	d.Summary += " (bwrapkit cannot tell what refuses it here)"
+	d.Remedy = "look for the denial in the kernel log (" + f.Sudo() + "dmesg | grep -i -e denied -e max_user_namespaces); " +
+		"the facts above are all bwrapkit could read"
+	d.Commands = []string{f.Sudo() + "dmesg | grep -i -e denied -e max_user_namespaces"}
+	return d
+}
+
+// readOnlyProcSys is the proc mount that /proc/sys/user resolves through when that mount is
+// read-only, "" when it is writable or the mount table shows no proc there (or was unreadable).
+// The deepest mount point on the path wins; of two on the same point, the later one.
+func readOnlyProcSys(view platform.ProcView) string {
+	var seen *platform.ProcMount
+	for i, m := range view.Mounts {
+		switch m.MountPoint {
+		case "/proc", "/proc/sys", "/proc/sys/user":
+			if seen == nil || len(m.MountPoint) >= len(seen.MountPoint) {
+				seen = &view.Mounts[i]
+			}
+		}
+	}
+	if seen == nil || !seen.ReadOnly {
+		return ""
+	}
+	return seen.MountPoint
+}
+
+func mountLimit(f Facts) Diagnosis {
+	fix := f.onHost() + f.Sudo() + "sysctl -w fs.mount-max=100000"
+	return Diagnosis{Cause: CauseMountLimit,
+		Summary:  "the kernel's limit on mounts per namespace (fs.mount-max) was reached while bwrap built the sandbox",
+		Evidence: f.evidence("mount(2) failed with ENOSPC, which bwrap reports as \"Limit exceeded\""),
+		Remedy:   "raise fs.mount-max (typically 100000), or unmount what piles up (a mount loop?):\n" + fix,
+		Commands: []string{f.Sudo() + "sysctl -w fs.mount-max=100000"}}
 }
 
 func launchTimeout(f Facts) Diagnosis {
@@ -201,14 +571,44 @@ func launchTimeout(f Facts) Diagnosis {
 		Remedy:   "check for a stuck mount (NFS, FUSE) under the paths bound into the sandbox, and for heavy load; then run again"}
 }
 
-func unknown(f Facts) Diagnosis {
+// unknown shows the facts instead of a name: the step bwrap failed at and what the host is.
+func unknown(f Facts, fail Failure) Diagnosis {
 	line := lastLine(f.Stderr)
 	if line == "" {
 		line = "(bwrap printed nothing)"
 	}
-	return Diagnosis{Cause: CauseUnknown, Summary: f.Bwrap + " could not build the sandbox: " + line,
-		Evidence: f.evidence("sandbox: " + string(f.Reason)),
-		Remedy:   "no known cause matches; bwrap's message above is the best lead (`bwrapkit doctor -v` shows the host facts)"}
+	evidence := []string{"sandbox: " + string(f.Reason)}
+	if fail.Step != StepNone && fail.Step != StepOther {
+		step := "the step that failed: " + string(fail.Step)
+		if fail.Path != "" {
+			step += " (" + fail.Path + ")"
+		}
+		if fail.Errno != "" {
+			step += ": " + fail.Errno
+		}
+		evidence = append(evidence, step)
+	}
+	// The kernel logs the refusals an LSM makes ("apparmor=\"DENIED\"") and a proc mount it
+	// finds too revealing ("VFS: Mount too revealing"); a container usually cannot read it.
+	look := f.Sudo() + `dmesg | grep -i -e denied -e "too revealing"`
+	where := ""
+	if f.Host.Container != "" {
+		where = ", on the host"
+	}
+	next := "no cause bwrapkit knows matches these facts; bwrap's message above is the best lead (`bwrapkit doctor -v` shows the host facts). " +
+		"Look for the kernel's refusal in its log" + where + ":\n" + look
+	if f.Host.Emulation == platform.EmulationGVisor {
+		// Whatever gVisor lacks here, nothing inside it can be set to add it, and its log is not the kernel's.
+		next = remedy.ForContainer(f.Host, remedy.Needs{}).Text + "; bwrap's message above is the best lead"
+		look = ""
+	}
+	d := Diagnosis{Cause: CauseUnknown, Summary: f.Bwrap + " could not build the sandbox: " + line,
+		Evidence: f.evidence(append(evidence, f.hostFacts()...)...),
+		Remedy:   next}
+	if look != "" {
+		d.Commands = []string{look}
+	}
+	return d
 }
 
 // sysctlFix sets a sysctl now and persists it in the drop-in --fix writes and owns.
@@ -238,4 +638,12 @@ func usernsErrText(errno syscall.Errno) string {
 func lastLine(text string) string {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+func seccomp(f Facts) Diagnosis {
+	return Diagnosis{Cause: CauseSeccomp,
+		Summary:  "a seccomp filter on this process forbids creating user namespaces",
+		Evidence: f.evidence(append([]string{"Seccomp: 2 in /proc/self/status"}, f.hostFacts()...)...),
+		Remedy: "run bwrapkit outside the program or service that installs the filter (a systemd unit's " +
+			"RestrictNamespaces= or SystemCallFilter=, another sandbox, a container runtime)"}
 }

@@ -16,9 +16,9 @@ import (
 )
 
 // Facts are what is known about a failure to build the sandbox: structured facts first
-// (the host's knobs, the doctor's own attempt at a user namespace, the binary's mode,
-// sandbox.Run's reason) and bwrap's stderr, whose wording varies by version and distro
-// patch, as a hint only.
+// (the host's knobs and confinement, the doctor's own attempt at a user namespace, the
+// binary's mode, sandbox.Run's reason) and bwrap's stderr, whose wording varies by version
+// and distro patch, as a hint only.
 type Facts struct {
 	Host   platform.Host
 	Root   bool   // the doctor runs as uid 0: remedies need no sudo
@@ -27,17 +27,20 @@ type Facts struct {
 	Setuid bool   // its setuid bit
 	// AppArmorProfile is the file whose profile grants userns to Bwrap; "" if none found.
 	AppArmorProfile string
-	// ProcMasks are mounts over parts of /proc (container runtimes mask /proc so); the
-	// kernel then refuses a fresh proc mount in a user namespace.
+	// ProcMasks is no longer read: Host.Proc decides (its masks hide content, and a second,
+	// fully visible proc makes them harmless). Kept until the session stops setting it.
+	//
+	// Deprecated: use Host.Proc.
 	ProcMasks []string
 	// UsernsErr is the errno of the doctor's own clone(CLONE_NEWUSER); 0 when it worked
 	// or was not tried.
 	UsernsErr syscall.Errno
-	// Reason, Missing and Stderr come from a failed sandbox.Run; Reason is "" when only
-	// the user namespace is being diagnosed.
+	// Reason, Missing, Stderr and Err come from a failed sandbox.Run; Reason is "" when
+	// only the user namespace is being diagnosed.
 	Reason  sandbox.Reason
 	Missing []string
 	Stderr  string
+	Err     error
 }
 
 // Cause names why a sandbox cannot be built.
@@ -50,16 +53,22 @@ const (
 	CauseNotBwrap          Cause = "not-bwrap"
 	CauseMissingOptions    Cause = "missing-options"
 	CauseStartFailed       Cause = "start-failed"
+	CauseRefused           Cause = "bwrapkit-refused" // bwrapkit's own refusal, not the host's
 	CauseSetuidUnsupported Cause = "setuid-unsupported"
-	CauseUsernsOff         Cause = "userns-off"   // no user namespaces in this kernel
-	CauseUsernsLimit       Cause = "userns-limit" // user.max_user_namespaces = 0 or exhausted
-	CauseNested            Cause = "nested"       // inside a sandbox that forbids more
+	CauseEmulated          Cause = "emulated"         // gVisor, proot, Termux: nothing to set in place
+	CauseUsernsNotBuilt    Cause = "userns-not-built" // a kernel without CONFIG_USER_NS
+	CauseUsernsOff         Cause = "userns-off"       // RHEL 7: user_namespace.enable=N
+	CauseUsernsLimit       Cause = "userns-limit"     // user.max_user_namespaces = 0 or exhausted
+	CauseNested            Cause = "nested"           // inside a sandbox that forbids more
 	CauseUnprivilegedClone Cause = "unprivileged-userns-clone"
 	CauseAppArmor          Cause = "apparmor-userns"
-	CauseContainer         Cause = "container" // the runtime's seccomp/AppArmor
-	CauseSeccomp           Cause = "seccomp"   // a seccomp filter outside any container
-	CauseProcMasked        Cause = "proc-masked"
-	CauseUsernsDenied      Cause = "userns-denied" // EPERM that no knob explains: a chroot, an LSM
+	CauseContainer         Cause = "container"       // the runtime's seccomp or AppArmor refuses the namespace
+	CauseContainerMount    Cause = "container-mount" // the runtime's AppArmor or seccomp refuses bwrap's mounts
+	CauseSeccomp           Cause = "seccomp"         // a seccomp filter outside any container
+	CauseProcMasked        Cause = "proc-masked"     // no fully visible proc: the kernel refuses a fresh one
+	CauseDisableUserns     Cause = "disable-userns"  // --disable-userns cannot write max_user_namespaces here
+	CauseMountLimit        Cause = "mount-limit"     // fs.mount-max reached
+	CauseUsernsDenied      Cause = "userns-denied"   // EPERM that no knob explains: a chroot, an LSM
 	CauseLaunchTimeout     Cause = "launch-timeout"
 	CauseUnknown           Cause = "unknown"
 )
@@ -73,7 +82,7 @@ type Diagnosis struct {
 	Remedy   string
 	Fix      *remedy.Fix
 	// Commands are the remedy's commands where no Fix carries them (a reboot's, a look in
-	// the kernel log): see RemedyCommands.
+	// the kernel log, a runtime's): see RemedyCommands.
 	Commands []string
 }
 
@@ -88,121 +97,169 @@ func (d Diagnosis) RemedyCommands() []string {
 	return nil
 }
 
-// Diagnose decides the cause. Structured facts decide whenever they can; stderr breaks
-// ties and covers hosts whose facts say nothing (an unknown LSM, a seccomp filter).
+// Diagnose decides the cause. The order is what each fact proves: the platform and the binary
+// first, then the knobs and build that forbid every user namespace, the errno of the doctor's
+// own clone(CLONE_NEWUSER), this process's confinement (AppArmor label, seccomp), and only
+// then the step bwrap names in stderr, judged against the facts (the masks that actually hide
+// something, the file it failed on). A failure no fact explains stays CauseUnknown with the
+// facts shown: a wrong name costs a user more than none.
 func Diagnose(f Facts) Diagnosis {
-	hint := stderrHint(f.Stderr)
-	blockedByKnob := func(knob platform.Knob) bool { return knob.Present && knob.Value == 0 }
-	userns := f.UsernsErr != 0 || hint.userns
+	fail := ParseFailure(f.Stderr)
+	host := f.Host
+	gvisor := host.Emulation == platform.EmulationGVisor
+	blocked := func(knob platform.Knob) bool { return knob.Present && knob.Value == 0 }
 
 	switch {
-	case f.Host.Kind == platform.KindDarwin || f.Host.Kind == platform.KindWindows || f.Host.Kind == platform.KindOther:
+	case host.Kind == platform.KindDarwin || host.Kind == platform.KindWindows || host.Kind == platform.KindOther:
 		return unsupportedOS(f)
-	case f.Host.Kind == platform.KindWSL1:
+	case host.Kind == platform.KindWSL1:
 		return wsl1(f)
 	case f.Reason == sandbox.ReasonNotFound || f.Reason == sandbox.ReasonNotExecutable:
 		return noBwrap(f)
-	case f.Setuid && hint.setuid:
+	case f.Setuid && fail.Step == StepSetuid:
 		// Decisive whatever else failed: such a build refuses even --help when setuid.
 		return setuidUnsupported(f, "the setuid bit is set and bwrap refuses setuid use")
 	case f.Reason == sandbox.ReasonUnsupported && !NotBwrap(f.Missing):
 		return missingOptions(f)
-	case f.Reason == sandbox.ReasonUnsupported || f.Reason == sandbox.ReasonNoLaunchProof && hint.none:
+	case f.Reason == sandbox.ReasonUnsupported || f.Reason == sandbox.ReasonNoLaunchProof && fail.Step == StepNone:
 		return notBwrap(f)
 	case f.Reason == sandbox.ReasonStartFailed:
 		return startFailed(f)
-	case blockedByKnob(f.Host.UsernsModuleEnable):
-		return usernsOff(f, "/sys/module/user_namespace/parameters/enable = N")
-	case blockedByKnob(f.Host.MaxUserNamespaces):
-		return usernsLimit(f, "user.max_user_namespaces = 0")
-	case blockedByKnob(f.Host.UnprivilegedUsernsClone) && !f.Host.Privileged() && !f.Setuid:
-		return unprivilegedClone(f, "kernel.unprivileged_userns_clone = 0 and this process lacks CAP_SYS_ADMIN")
-	case f.UsernsErr == syscall.EINVAL:
-		return usernsOff(f, "clone(CLONE_NEWUSER) fails with EINVAL")
-	case (f.UsernsErr == syscall.ENOSPC || f.UsernsErr == syscall.EUSERS) && !f.Host.InitialUserNamespace:
-		return nested(f, fmt.Sprintf("clone(CLONE_NEWUSER) fails with %s inside a user namespace", unix.ErrnoName(f.UsernsErr)))
-	case f.UsernsErr == syscall.ENOSPC || f.UsernsErr == syscall.EUSERS:
-		return usernsLimit(f, fmt.Sprintf("clone(CLONE_NEWUSER) fails with %s: this user's namespace limit is reached", unix.ErrnoName(f.UsernsErr)))
-	case f.Host.AppArmorRestrictsUserns() && f.AppArmorProfile == "":
-		return AppArmor(f)
-	case f.UsernsErr == syscall.EPERM && f.Host.Seccomp == 2 && f.Host.Container != "":
-		return container(f)
-	case f.UsernsErr == syscall.EPERM && f.Host.Seccomp == 2:
-		return seccomp(f)
-	case f.UsernsErr == syscall.EPERM:
-		return usernsDenied(f, "clone(CLONE_NEWUSER) fails with EPERM, and no sysctl or seccomp filter explains it")
-	case len(f.ProcMasks) > 0 && (hint.proc || !userns):
-		return procMasked(f)
+	case f.Reason == sandbox.ReasonInvalidPolicy || f.Reason == sandbox.ReasonUntrusted ||
+		f.Reason == sandbox.ReasonUnverified || f.Reason == sandbox.ReasonHardening:
+		// bwrapkit itself refused before or after bwrap: the host is not what failed.
+		return refused(f)
 	}
 
-	// No structured fact explains it: bwrap's own words are all there is.
+	// What forbids every user namespace, most absolute first.
 	switch {
-	case hint.setuid:
-		return setuidUnsupported(f, "bwrap says so")
-	case hint.noKernelSupport:
-		return usernsOff(f, "bwrap says the kernel does not support user namespaces")
-	case hint.enospc && !f.Host.InitialUserNamespace:
-		return nested(f, "bwrap reports ENOSPC inside a user namespace")
-	case hint.enospc:
-		return usernsLimit(f, "bwrap reports ENOSPC")
-	case hint.uidMap:
+	case !gvisor && host.UsernsBuild.State == platform.UsernsNotBuilt:
+		return usernsNotBuilt(f, host.UsernsBuild.Evidence)
+	case blocked(host.UsernsModuleEnable):
+		return usernsOff(f, "/sys/module/user_namespace/parameters/enable = N")
+	case blocked(host.MaxUserNamespaces):
+		return usernsLimit(f, "user.max_user_namespaces = 0")
+	case blocked(host.UnprivilegedUsernsClone) && !host.Privileged() && !f.Setuid:
+		return unprivilegedClone(f, "kernel.unprivileged_userns_clone = 0 and this process lacks CAP_SYS_ADMIN")
+	}
+
+	// The doctor's own clone(CLONE_NEWUSER): the kernel's answer to this very process.
+	switch errno := f.UsernsErr; {
+	case errno == syscall.EINVAL && !gvisor:
+		return usernsNotBuilt(f, "clone(CLONE_NEWUSER) fails with EINVAL")
+	case (errno == syscall.ENOSPC || errno == syscall.EUSERS) && !host.InitialUserNamespace:
+		return nested(f, fmt.Sprintf("clone(CLONE_NEWUSER) fails with %s inside a user namespace", unix.ErrnoName(errno)))
+	case errno == syscall.ENOSPC || errno == syscall.EUSERS:
+		return usernsLimit(f, fmt.Sprintf("clone(CLONE_NEWUSER) fails with %s: this user's namespace limit is reached", unix.ErrnoName(errno)))
+	}
+	if host.Emulation == platform.EmulationProot || (host.Termux || host.Android) && (f.UsernsErr != 0 || fail.Step == StepUserns) {
+		return emulated(f)
+	}
+	firstSteps := fail.Step == StepUIDMap || fail.Step == StepLoopback || fail.Step == StepUserns
+	if apparmorRestricts(host) && f.AppArmorProfile == "" && (f.UsernsErr == 0 || f.UsernsErr == syscall.EPERM) &&
+		(f.Reason == "" || f.Reason == sandbox.ReasonSetupFailed && firstSteps) {
+		// Unconfined, restricted, no profile: the kernel gives bwrap a user namespace without
+		// capabilities, and the uid map (or lo's address) is the first thing that fails.
 		return AppArmor(f)
-	case hint.proc:
-		return procMasked(f)
-	case hint.eperm && f.Host.Container != "" && f.Host.Seccomp == 2:
-		return container(f)
-	case hint.eperm:
-		return usernsDenied(f, "bwrap is not permitted to create a user namespace")
+	}
+	if f.UsernsErr == syscall.EPERM {
+		switch {
+		case host.Container != "" || confined(host):
+			return container(f, usernsErrText(f.UsernsErr))
+		case seccompFiltered(host):
+			return seccomp(f)
+		}
+		return usernsDenied(f, "clone(CLONE_NEWUSER) fails with EPERM, and no sysctl, seccomp filter or confinement explains it")
+	}
+
+	// The namespace is there: the step bwrap names decides, judged against the facts.
+	if fail.MountLimit {
+		return mountLimit(f)
+	}
+	switch fail.Step {
+	case StepSetuid:
+		return setuidUnsupported(f, "bwrap says so")
+	case StepDisableUserns:
+		return disableUserns(f, fail)
+	case StepSlave:
+		return slave(f, fail)
+	case StepProc:
+		return proc(f, fail)
+	case StepUIDMap, StepLoopback:
+		if apparmorRestricts(host) {
+			// A profile file exists, yet the kernel still restricts: it is not loaded.
+			return AppArmor(f)
+		}
+		// Not AppArmor's restriction (gVisor, hidepid=1 on /proc, an LSM): say so, name nothing.
+		return unknown(f, fail)
+	case StepUserns, StepInnerUserns:
+		return usernsFromText(f, fail)
+	}
+	switch {
 	case f.Reason == sandbox.ReasonLaunchTimeout:
 		return launchTimeout(f)
 	case f.Reason == sandbox.ReasonNoLaunchProof:
 		return notBwrap(f)
 	}
-	return unknown(f)
+	return unknown(f, fail)
 }
 
-// hints are what bwrap's stderr suggests, across the wordings of 0.4 to 0.13 and Debian's patch.
-type hints struct {
-	none            bool // bwrap printed nothing of its own
-	userns          bool // any failure to create a namespace
-	eperm           bool // "No permissions to create(ing) ... namespace", "... failed: Operation not permitted"
-	enospc          bool
-	noKernelSupport bool
-	uidMap          bool // AppArmor's restriction: no capabilities in the new namespace
-	proc            bool
-	setuid          bool
-}
-
-func stderrHint(stderr string) hints {
-	text := strings.ToLower(stderr)
-	has := func(s string) bool { return strings.Contains(text, s) }
-	h := hints{
-		none:            !has("bwrap:"),
-		eperm:           has("no permissions to creat") || has("creating new namespace failed: operation not permitted"),
-		enospc:          has("enospc") || has("nesting depth"),
-		noKernelSupport: has("does not support user namespaces"),
-		uidMap:          has("setting up uid map: permission denied") || has("rtm_newaddr: operation not permitted"),
-		proc:            has("can't mount proc"),
-		setuid:          has("setuid use of bubblewrap is not supported"),
+// usernsFromText decides a namespace failure the doctor's own clone did not reproduce (it
+// could not try, or bwrap's flags differ): bwrap's words are then the only witness.
+func usernsFromText(f Facts, fail Failure) Diagnosis {
+	host := f.Host
+	switch {
+	case fail.KernelSaysNoUserns && host.Emulation != platform.EmulationGVisor:
+		return usernsNotBuilt(f, "bwrap says the kernel does not support user namespaces")
+	case fail.ENOSPC && !host.InitialUserNamespace:
+		return nested(f, "bwrap reports ENOSPC creating a user namespace inside one")
+	case fail.ENOSPC:
+		return usernsLimit(f, "bwrap reports ENOSPC creating a user namespace")
+	case fail.NoPermission || fail.Errno == "Operation not permitted":
+		if apparmorRestricts(host) && f.AppArmorProfile == "" {
+			return AppArmor(f)
+		}
+		if host.Container != "" && (seccompFiltered(host) || confined(host)) {
+			return container(f, "bwrap is not permitted to create a namespace")
+		}
+		if seccompFiltered(host) {
+			return seccomp(f)
+		}
+		return usernsDenied(f, "bwrap is not permitted to create a user namespace")
 	}
-	h.userns = h.eperm || h.enospc || h.noKernelSupport || has("creating new namespace failed")
-	return h
+	return unknown(f, fail)
 }
 
-// ProcMasks lists the mounts stacked on parts of /proc in a mountinfo text. The kernel lets
-// a user namespace mount a fresh proc only when nothing of the existing one is hidden, and
-// container runtimes hide /proc/kcore, /proc/acpi and others this way. binfmt_misc sits on
-// a directory the kernel keeps empty, so it hides nothing.
+// apparmorRestricts: Ubuntu's restriction applies only to unconfined processes, and only
+// where AppArmor itself is on (gVisor reports neither).
+func apparmorRestricts(host platform.Host) bool {
+	return host.AppArmorRestrictsUserns() && host.AppArmorLabel.Unconfined() && host.Emulation != platform.EmulationGVisor
+}
+
+// AppArmorRestrictsThisProcess reports whether Ubuntu's userns restriction applies to this
+// process: the knob is on and this process's AppArmor label was read as unconfined.
+func AppArmorRestrictsThisProcess(host platform.Host) bool { return apparmorRestricts(host) }
+
+// confined: a label was read and it is a profile (docker-default, lxc-container-default...).
+func confined(host platform.Host) bool {
+	return host.AppArmorLabel.Known && !host.AppArmorLabel.Unconfined()
+}
+
+func seccompFiltered(host platform.Host) bool {
+	return host.SeccompState.Known && host.SeccompState.Mode == 2
+}
+
+// ProcMasks lists the mount points directly under /proc in a mountinfo text.
+//
+// Deprecated: it counts the kernel's empty mount points and ignores a second, fully visible
+// proc; Diagnose reads Host.Proc (platform's mount-table facts) instead. Kept only while the
+// session still fills Facts.ProcMasks.
 func ProcMasks(mountinfo string) []string {
 	var masks []string
 	for _, line := range strings.Split(mountinfo, "\n") {
 		fields := strings.Fields(line)
-		if len(fields) < 5 {
-			continue
-		}
-		mountPoint := fields[4]
-		if strings.HasPrefix(mountPoint, "/proc/") && mountPoint != "/proc/sys/fs/binfmt_misc" {
-			masks = append(masks, mountPoint)
+		if len(fields) >= 5 && strings.HasPrefix(fields[4], "/proc/") && fields[4] != "/proc/sys/fs/binfmt_misc" {
+			masks = append(masks, fields[4])
 		}
 	}
 	return masks

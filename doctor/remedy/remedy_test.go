@@ -149,3 +149,64 @@ func TestScriptRuns(t *testing.T) {
 		t.Errorf("sudo script:\n%s", sudo)
 	}
 }
+
+// TestForContainer: each runtime gets its own command, run where it must be; emulators and
+// Android get none and say so.
+func TestForContainer(t *testing.T) {
+	proc := Needs{Proc: true}
+	confined := Needs{Seccomp: true, AppArmor: true}
+	for _, tc := range []struct {
+		name     string
+		host     platform.Host
+		needs    Needs
+		commands []string // exactly
+		text     []string
+		inPlace  bool
+	}{
+		{"docker, masked proc", platform.Host{Container: "docker", Runtime: "docker"}, proc,
+			[]string{"docker run --security-opt systempaths=unconfined <image>"}, []string{"on the host", "security_opt: [systempaths=unconfined]"}, true},
+		{"docker, seccomp and docker-default", platform.Host{Container: "docker", Runtime: "docker"}, confined,
+			[]string{"docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined <image>"}, []string{"on the host"}, true},
+		{"podman", platform.Host{Container: "podman", Runtime: "podman"}, proc, []string{"podman run --security-opt unmask=ALL <image>"}, nil, true},
+		{"nerdctl", platform.Host{Container: "containerd", Runtime: "containerd"}, proc, []string{"nerdctl run --security-opt systempaths=unconfined <image>"}, nil, true},
+		{"kubernetes", platform.Host{Container: "kubernetes", Runtime: "kubernetes"}, proc, nil, []string{"procMount: Unmasked", "hostUsers: false", "manifest"}, true},
+		{"kubernetes seccomp", platform.Host{Container: "kubernetes", Runtime: "kubernetes"}, confined, nil, []string{"seccompProfile: {type: Unconfined}", "appArmorProfile: {type: Unconfined}"}, true},
+		{"lxd", platform.Host{Container: "lxc", Runtime: "lxd"}, proc,
+			[]string{"lxc config set <container> security.nesting=true", "lxc restart <container>"}, []string{"on the host", "`lxc list`"}, true},
+		{"incus", platform.Host{Container: "lxc", Runtime: "incus"}, proc,
+			[]string{"incus config set <container> security.nesting=true", "incus restart <container>"}, []string{"`incus list`"}, true},
+		{"proxmox with its CT ID", platform.Host{Container: "lxc", Runtime: "proxmox", RuntimeInstance: "101"}, proc,
+			[]string{"pct set 101 --features nesting=1", "pct reboot 101"}, []string{"Proxmox VE host"}, true},
+		{"crostini", platform.Host{Container: "lxc", Runtime: "crostini"}, proc,
+			[]string{"vsh termina", "lxc config set penguin security.nesting true", "lxc restart penguin"}, []string{"crosh"}, true},
+		{"plain lxc", platform.Host{Container: "lxc", Runtime: "lxc"}, proc,
+			[]string{"echo 'lxc.include = /usr/share/lxc/config/nesting.conf' | sudo tee -a /var/lib/lxc/<container>/config",
+				"sudo lxc-stop -n <container>", "sudo lxc-start -n <container>"}, nil, true},
+		{"nspawn proc", platform.Host{Container: "systemd-nspawn", Runtime: "systemd-nspawn"}, proc,
+			[]string{"mkdir -p /run/bwrapkit-proc", "mount -t proc proc /run/bwrapkit-proc"}, []string{"Inside the container as root", "writable /proc/sys"}, true},
+		{"openvz: no command bwrapkit knows", platform.Host{Container: "openvz", Runtime: "openvz"}, proc, nil, []string{"on the host", "knows no exact command for openvz"}, true},
+		{"gvisor", platform.Host{Container: "docker", Runtime: "docker", Emulation: platform.EmulationGVisor}, proc, nil, []string{"gVisor", "--runtime=runc"}, false},
+		{"proot in termux", platform.Host{Emulation: platform.EmulationProot, Termux: true, Tracer: platform.Tracer{PID: 9, Comm: "proot"}}, proc, nil,
+			[]string{"no fix inside proot", "not in Termux"}, false},
+		{"termux", platform.Host{Termux: true, Android: true}, proc, nil, []string{"no fix inside Termux"}, false},
+		{"no container", platform.Host{}, proc, nil, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ForContainer(tc.host, tc.needs)
+			if strings.Join(got.Commands, "\n") != strings.Join(tc.commands, "\n") {
+				t.Errorf("commands\n%q\nwant\n%q", got.Commands, tc.commands)
+			}
+			for _, want := range tc.text {
+				if !strings.Contains(got.Text, want) {
+					t.Errorf("text lacks %q: %s", want, got.Text)
+				}
+			}
+			if got.InPlace != tc.inPlace {
+				t.Errorf("InPlace %v, want %v", got.InPlace, tc.inPlace)
+			}
+			if tc.name != "no container" && got.Text == "" {
+				t.Error("no text")
+			}
+		})
+	}
+}

@@ -11,7 +11,7 @@ CACHE    := .cache
 TESTBIN  := $(CACHE)/testbin
 SCRATCH  := $(CACHE)/scratch
 # Packages whose tests touch the kernel; they run again as nobody.
-LIVE_PKGS := sandbox sandbox/seccomp sandbox/limits doctor doctor/selftest doctor/provenance install cmd/bwrapkit
+LIVE_PKGS := sandbox sandbox/seccomp sandbox/limits doctor doctor/selftest doctor/provenance doctor/diagnose install cmd/bwrapkit
 NOBODY   := setpriv --reuid=65534 --regid=65534 --clear-groups
 
 .PHONY: build doctor deps test-bwraps test test-unprivileged fleet check bench lint e2e dist clean

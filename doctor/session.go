@@ -3,7 +3,6 @@ package doctor
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -156,7 +155,6 @@ func (s *session) facts() diagnose.Facts {
 		Distro:    s.cfg.Getenv("WSL_DISTRO_NAME"),
 		Bwrap:     s.bwrapPath(),
 		Setuid:    s.binary.get().Setuid,
-		ProcMasks: diagnose.ProcMasks(readText(s.cfg.Root, "proc/self/mountinfo")),
 	}
 	if host.OS == "linux" && host.Kind != platform.KindWSL1 {
 		facts.UsernsErr = s.usernsErr.get()
@@ -171,14 +169,6 @@ func (s *session) close() {
 	if made, ok := s.scene.peek(); ok && made.err == nil {
 		made.scene.Remove()
 	}
-}
-
-func readText(root fs.FS, name string) string {
-	data, err := fs.ReadFile(root, name)
-	if err != nil {
-		return ""
-	}
-	return string(data)
 }
 
 // tryUserNamespace makes a new user namespace as bwrap would, and returns the kernel's

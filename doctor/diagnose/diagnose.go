@@ -5,7 +5,6 @@ package diagnose
 
 import (
 	"fmt"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -27,11 +26,6 @@ type Facts struct {
 	Setuid bool   // its setuid bit
 	// AppArmorProfile is the file whose profile grants userns to Bwrap; "" if none found.
 	AppArmorProfile string
-	// ProcMasks is no longer read: Host.Proc decides (its masks hide content, and a second,
-	// fully visible proc makes them harmless). Kept until the session stops setting it.
-	//
-	// Deprecated: use Host.Proc.
-	ProcMasks []string
 	// UsernsErr is the errno of the doctor's own clone(CLONE_NEWUSER); 0 when it worked
 	// or was not tried.
 	UsernsErr syscall.Errno
@@ -247,22 +241,6 @@ func confined(host platform.Host) bool {
 
 func seccompFiltered(host platform.Host) bool {
 	return host.SeccompState.Known && host.SeccompState.Mode == 2
-}
-
-// ProcMasks lists the mount points directly under /proc in a mountinfo text.
-//
-// Deprecated: it counts the kernel's empty mount points and ignores a second, fully visible
-// proc; Diagnose reads Host.Proc (platform's mount-table facts) instead. Kept only while the
-// session still fills Facts.ProcMasks.
-func ProcMasks(mountinfo string) []string {
-	var masks []string
-	for _, line := range strings.Split(mountinfo, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) >= 5 && strings.HasPrefix(fields[4], "/proc/") && fields[4] != "/proc/sys/fs/binfmt_misc" {
-			masks = append(masks, fields[4])
-		}
-	}
-	return masks
 }
 
 // NotBwrap: a binary whose --help lists none of the options the boundary needs is not a

@@ -417,20 +417,6 @@ func TestAppArmorRemedyIsTheFixedProfile(t *testing.T) {
 	}
 }
 
-func TestProcMasks(t *testing.T) {
-	mountinfo := `22 27 0:21 / /proc rw,relatime - proc proc rw
-23 22 0:40 / /proc/sys/fs/binfmt_misc rw,relatime - binfmt_misc binfmt_misc rw
-24 22 0:41 / /proc/acpi ro,relatime - tmpfs tmpfs ro
-25 22 0:5 /null /proc/kcore rw,nosuid - devtmpfs udev rw
-27 1 254:0 / / rw,relatime - ext4 /dev/vda rw
-`
-	if got := strings.Join(ProcMasks(mountinfo), " "); got != "/proc/acpi /proc/kcore" {
-		t.Errorf("ProcMasks = %q", got)
-	}
-	if got := ProcMasks("22 27 0:21 / /proc rw - proc proc rw\n"); len(got) != 0 {
-		t.Errorf("plain host: %v", got)
-	}
-}
 
 // TestSysctlRemedyWritesWhatFixOwns: the printed sysctl remedy, run by a shell, writes the
 // drop-in --fix writes, with its mark, so a later --fix merges into it instead of refusing.

@@ -73,7 +73,23 @@ func platformDetail(host platform.Host) string {
 	if host.Tracer.PID != 0 {
 		lines = append(lines, fmt.Sprintf("traced by pid %d (%s)", host.Tracer.PID, orUnknown(host.Tracer.Comm)))
 	}
+	lines = append(lines, "cgroup: "+cgroupText(host.Cgroup))
 	return strings.Join(lines, "\n")
+}
+
+// cgroupText says where this process's cgroup is and whether it was delegated: bwrapkit
+// writes no cgroup, and a delegated subtree is the only place a later pids or memory
+// bound could go without root (RLIMIT_NPROC does not bound a root caller).
+func cgroupText(cgroup platform.Cgroup) string {
+	switch {
+	case !cgroup.Known:
+		return "unknown (" + orUnknown(cgroup.Err) + ")"
+	case cgroup.Version != 2:
+		return "v1 only: no delegated subtree (bwrapkit writes no cgroup)"
+	case cgroup.Delegated:
+		return fmt.Sprintf("v2 %s, delegated to this user (bwrapkit writes no cgroup)", cgroup.Path)
+	}
+	return fmt.Sprintf("v2 %s, not delegated to this user (bwrapkit writes no cgroup)", cgroup.Path)
 }
 
 func usernsBuildEvidence(build platform.UsernsBuild) string {

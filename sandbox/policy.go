@@ -67,7 +67,7 @@ type Request struct {
 // policy touches the host. Every refusal is decided on the fully resolved path.
 func NewPolicy(request Request, env []string) (Policy, error) {
 	getenv := environ.Getenv(env)
-	guard := Guard{Home: callerHomes(getenv), Trusted: trustedState(request.Trusted, env)}
+	guard := Guard{Home: callerHomes(getenv), Trusted: trustedState(request.Trusted, env), Scratch: scratchDirs(env)}
 	workdir, err := resolveDir("--workdir", request.Workdir)
 	if err != nil {
 		return Policy{}, err
@@ -188,6 +188,15 @@ func passwdHome(uid int) string {
 		return ""
 	}
 	return account.HomeDir
+}
+
+// scratchDirs are bwrapkit's own directories under the caller's cache, resolved.
+func scratchDirs(env []string) []string {
+	var dirs []string
+	for _, probeDir := range defaultProber(env).CacheDirs {
+		dirs = append(dirs, resolveExisting(filepath.Dir(probeDir))) // <cache>/bwrapkit
+	}
+	return dirs
 }
 
 // resolveExisting resolves the longest existing prefix of path and keeps the rest.

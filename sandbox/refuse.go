@@ -33,6 +33,9 @@ func readOnlyRefused() []string { return []string{"/", "/proc", "/sys", "/dev"} 
 type Guard struct {
 	Home    []string // the caller's home directory ($HOME and the passwd entry)
 	Trusted []string // a workdir may enclose none of these nor lie inside one
+	// Scratch are bwrapkit's own directories for sandboxes (the doctor's self-test
+	// workdirs under its cache): strictly inside one, a home dot-entry is no refusal.
+	Scratch []string
 }
 
 // RefuseWritable says why a resolved path may not be bound read-write, or nil. field and
@@ -46,10 +49,8 @@ func RefuseWritable(field, given, real string, guard Guard) error {
 	if slices.Contains(sharedRoots(), real) {
 		return &PolicyError{field, describe(given, real), fmt.Sprintf("is %s itself, shared by every user or service; choose a directory below it", real)}
 	}
-	for _, home := range guard.Home {
-		if real == home {
-			return &PolicyError{field, describe(given, real), "is your home directory, which holds your keys and tool configuration; choose a project directory below it"}
-		}
+	if slices.Contains(guard.Home, real) {
+		return &PolicyError{field, describe(given, real), "is your home directory, which holds your keys and tool configuration; choose a project directory below it"}
 	}
 	for _, trusted := range guard.Trusted {
 		if trusted == "" {
@@ -57,6 +58,12 @@ func RefuseWritable(field, given, real string, guard Guard) error {
 		}
 		if within(real, trusted) || within(trusted, real) {
 			return &PolicyError{field, describe(given, real), fmt.Sprintf("encloses or lies inside %s, bwrapkit's own state (its home, probe cache or the bwrap in use), which a command must never be able to replace; choose another directory or move that state (--home, XDG_CACHE_HOME, --bwrap)", trusted)}
+		}
+	}
+	for _, home := range guard.Home {
+		inScratch := slices.ContainsFunc(guard.Scratch, func(dir string) bool { return dir != real && within(dir, real) })
+		if dot := homeDotEntry(home, real); dot != "" && !inScratch {
+			return &PolicyError{field, describe(given, real), fmt.Sprintf("is at or under %s, where your tools keep configuration, keys and caches (~/.ssh/authorized_keys, ~/.config/git, shell start-up files); choose a project directory", dot)}
 		}
 	}
 	return nil
@@ -67,7 +74,25 @@ func RefuseReadOnly(field, given, real string) error {
 	if within("/proc", real) || slices.Contains(readOnlyRefused(), real) {
 		return &PolicyError{field, describe(given, real), "would show the host itself (its whole file system, processes, kernel objects or devices) inside; bind the specific directory the command needs"}
 	}
+	if within("/run", real) {
+		// Read-only stops writes, not connect(): a socket under /run (docker.sock, the
+		// session bus, an ssh or gpg agent in /run/user/UID) is the host's control.
+		return &PolicyError{field, describe(given, real), "is at or under /run, where the host's sockets live (docker.sock, the session bus, ssh and gpg agents): a read-only bind still lets a command connect to them"}
+	}
 	return nil
+}
+
+// homeDotEntry is the dot-entry directly under home that path is at or under (~/.ssh for
+// ~/.ssh/keys), or "".
+func homeDotEntry(home, path string) string {
+	if path == home || !within(home, path) {
+		return ""
+	}
+	first, _, _ := strings.Cut(strings.TrimPrefix(path, strings.TrimSuffix(home, "/")+"/"), "/")
+	if strings.HasPrefix(first, ".") {
+		return filepath.Join(home, first)
+	}
+	return ""
 }
 
 // describe names a path as given and, when different, as resolved.

@@ -21,7 +21,8 @@ func TestRefuseWritable(t *testing.T) {
 		{"/usr", "system directory /usr"}, {"/usr/bin", "system directory /usr"}, {"/usr/lib/x86_64-linux-gnu", "system directory /usr"},
 		{"/etc/ssl", "system directory /etc"}, {"/etc/cron.d", "system directory /etc"}, {"/boot/efi", "/boot"},
 		{"/proc/self", "/proc"}, {"/sys/fs", "/sys"}, {"/dev/shm", "/dev"}, {"/lib64", "/lib64"}, {"/libx32/x", "/libx32"},
-		{"/home/ada", "home directory"},
+		{"/home/ada", "home directory"}, {"/home/ada/.ssh", "configuration, keys"}, {"/home/ada/.config/git", "configuration, keys"},
+		{"/home/ada/.local", "configuration, keys"}, {"/home/ada/src/.hidden-project", ""},
 		{"/home/ada/.cache", "bwrapkit's own state"}, {"/home/ada/.cache/bwrapkit/probe-v3/x", "bwrapkit's own state"},
 		{"/usr/local/lib/bwrapkit", "system directory /usr"}, {"/opt/tools", "bwrapkit's own state"}, {"/opt", "bwrapkit's own state"},
 		{"/home/ada/src/app", ""}, {"/tmp/build", ""}, {"/var/lib/ci/build", ""}, {"/srv/work", ""}, {"/opt/other", ""},
@@ -40,7 +41,7 @@ func TestRefuseWritable(t *testing.T) {
 }
 
 func TestRefuseReadOnly(t *testing.T) {
-	for _, path := range []string{"/", "/proc", "/proc/1", "/proc/self/root", "/sys", "/dev"} {
+	for _, path := range []string{"/", "/proc", "/proc/1", "/proc/self/root", "/sys", "/dev", "/run", "/run/user/1000", "/run/docker.sock"} {
 		if RefuseReadOnly("--ro", path, path) == nil {
 			t.Errorf("--ro %s accepted", path)
 		}

@@ -100,7 +100,7 @@ func awaitSetup(ctx context.Context, pid int) (*os.File, error) {
 			return nil, ctx.Err()
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, time.Millisecond)
+		pause = min(2*pause, 200*time.Microsecond)
 	}
 }
 

@@ -88,13 +88,16 @@ func TestRunLive(t *testing.T) {
 	bwrap := livetest.SystemBwrap(t)
 	workdir := livetest.TempDir(t)
 	report := filepath.Join(t.TempDir(), "report.json")
-	environ := []string{"PATH=/usr/bin:/bin", "HOME=/root", "SECRET_TOKEN=hunter2", "LANG=C.UTF-8", "BWRAPKIT_BWRAP=" + bwrap}
+	cache := t.TempDir()
+	environ := []string{"PATH=/usr/bin:/bin", "HOME=/root", "XDG_CACHE_HOME=" + cache, "SECRET_TOKEN=hunter2", "LANG=C.UTF-8", "BWRAPKIT_BWRAP=" + bwrap}
+	realCache, _ := filepath.EvalSymlinks(cache)
+	projectHomes := filepath.Join(realCache, "bwrapkit", "home") + "/"
 
 	got := invocation{args: []string{"run", "--workdir", workdir, "--env", "VISIBLE=1", "--report", report, "--", "env"}, environ: environ}.run(t)
 	if got.status != 0 {
 		t.Fatalf("status %d: %s", got.status, got.stderr)
 	}
-	if strings.Contains(got.stdout, "SECRET_TOKEN") || !strings.Contains(got.stdout, "VISIBLE=1") || !strings.Contains(got.stdout, "HOME="+workdir) {
+	if strings.Contains(got.stdout, "SECRET_TOKEN") || !strings.Contains(got.stdout, "VISIBLE=1") || !strings.Contains(got.stdout, "HOME="+projectHomes) {
 		t.Errorf("environment inside:\n%s", got.stdout)
 	}
 	var doc map[string]any

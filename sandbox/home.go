@@ -72,9 +72,14 @@ func projectHome(env []string, workdir string, guard Guard) (string, error) {
 	homeErr := &HomeError{}
 	for _, root := range homeRoots(env) {
 		home := filepath.Join(root, name)
-		if err := makePrivateDir(root, home); err != nil {
+		if err := makeDirs(root, home); err != nil {
 			homeErr.Tried = append(homeErr.Tried, fmt.Sprintf("%s: %v", root, err))
-			continue
+			continue // cannot be made here (read-only, no permission): the next place
+		}
+		if err := provePrivate(home); err != nil {
+			// It exists but is not the caller's private directory: planted, or opened up.
+			// Never fall back quietly: that is a fact the caller must see.
+			return "", &HomeError{Tried: []string{fmt.Sprintf("%s: %v; remove it (bwrapkit makes it again) or choose --home-dir", home, err)}}
 		}
 		if err := checkHome("HOME", home, home, workdir, guard); err != nil {
 			return "", err
@@ -84,15 +89,20 @@ func projectHome(env []string, workdir string, guard Guard) (string, error) {
 	return "", homeErr
 }
 
-// makePrivateDir creates root (with missing parents) and home in it, each 0700, and
-// checks both are the caller's and writable by no one else.
-func makePrivateDir(root, home string) error {
+// makeDirs creates root (with missing parents) and home in it, each 0700.
+func makeDirs(root, home string) error {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return err
 	}
 	if err := os.Mkdir(home, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
+	return nil
+}
+
+// provePrivate checks home and its parent are real directories of the caller's that no
+// one else can write, reached without a symlink.
+func provePrivate(home string) error {
 	if err := trustedDir(home); err != nil {
 		return err
 	}

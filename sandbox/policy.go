@@ -267,6 +267,11 @@ func (policy Policy) visible(path string) bool {
 			dirs = append(dirs, root.Path)
 		}
 	}
+	for _, path := range policy.Host.Etc {
+		if policy.Network || !isNetworkEtc(path) {
+			dirs = append(dirs, path)
+		}
+	}
 	dirs = append(append(dirs, policy.ReadOnly...), policy.ReadWrite...)
 	return slices.ContainsFunc(dirs, func(dir string) bool { return within(dir, path) })
 }

@@ -59,7 +59,7 @@ func describeJSONError(err error) string {
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("%v (at byte %d)", syntax, syntax.Offset)
 	case errors.As(err, &typeErr):
-		return fmt.Sprintf("field %q must be %s, not a JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		return fmt.Sprintf("field %q must be %s, not a JSON %s", strings.TrimPrefix(typeErr.Field, "Request."), typeErr.Type, typeErr.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// encoding/json has no typed error for an unknown field.
 		return strings.TrimPrefix(err.Error(), "json: ") + " (see `bwrapkit run --help` for the fields)"

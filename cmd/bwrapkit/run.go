@@ -115,6 +115,11 @@ func loadPolicyFile(opts *runOptions) error {
 		return usagef("--policy %s: %v", path, err)
 	}
 	file, err := sandbox.ParsePolicyFile(data)
+	var policyErr *sandbox.PolicyError
+	if errors.As(err, &policyErr) && policyErr.Field == "--policy" {
+		policyErr.Value = path
+		return usageError{policyErr}
+	}
 	if err != nil {
 		return usagef("--policy %s: %v", path, err)
 	}

@@ -76,6 +76,9 @@ func build(bwrapPath string, policy Policy, cmd []string, fds layout) ([]string,
 		}
 		argv = append(argv, "--tmpfs", dir)
 	}
+	if policy.TempHome {
+		argv = append(argv, "--dir", tempHome)
+	}
 	argv = append(argv, "--remount-ro", "/dev")
 
 	for _, bind := range binds(policy) {
@@ -84,6 +87,10 @@ func build(bwrapPath string, policy Policy, cmd []string, fds layout) ([]string,
 			continue
 		}
 		argv = append(argv, bind.option, bind.path, bind.path)
+	}
+	// After the binds: a link's directory may have been made by one of them.
+	for _, link := range policy.Links {
+		argv = append(argv, "--symlink", link.Target, link.Path)
 	}
 	// Last of the mounts: anything not bound read-write above now fails with EROFS
 	// instead of landing silently in bwrap's throwaway root tmpfs. Run also takes a
@@ -96,7 +103,7 @@ func build(bwrapPath string, policy Policy, cmd []string, fds layout) ([]string,
 	}
 	// bwrap reads the filter after setup, just before the command: Run's gate.
 	argv = append(argv, "--seccomp", strconv.Itoa(fds.seccompFD))
-	argv = append(argv, "--chdir", policy.Workdir, "--")
+	argv = append(argv, "--chdir", policy.StartDir(), "--")
 	return append(argv, cmd...), nil
 }
 
@@ -118,6 +125,9 @@ func appendKernelSurface(argv []string, proc ProcSurface) []string {
 	return argv
 }
 
+// tempHome is HOME inside when no per-project HOME can be made on the host.
+const tempHome = "/tmp/home"
+
 // PrivateTmpfs are the directories that get a private tmpfs of their own (a fresh copy):
 // writes there succeed inside and never reach the host.
 func PrivateTmpfs() []string { return []string{"/dev/shm", "/tmp", "/var/tmp", "/run"} }
@@ -135,6 +145,12 @@ type bind struct {
 func binds(policy Policy) []bind {
 	all := make([]bind, 0, 2+len(policy.ReadOnly)+2*len(policy.Protect))
 	all = append(all, bind{"--bind", policy.Workdir})
+	if policy.Home != "" {
+		all = append(all, bind{"--bind", policy.Home})
+	}
+	for _, path := range policy.ReadWrite {
+		all = append(all, bind{"--bind", path})
+	}
 	readOnly := append(slices.Clone(policy.ReadOnly), policy.Protect...)
 	for _, path := range policy.ReadOnly {
 		all = append(all, bind{"--ro-bind", path})
@@ -174,9 +190,32 @@ func depth(path string) int {
 // Environment is the command's whole environment, in the order it is set (later wins):
 // the one list the doctor's env-clear verdict checks against.
 func (policy Policy) Environment() []string {
-	env := []string{"PATH=" + DefaultPath, "HOME=" + policy.Workdir, "TMPDIR=/tmp"}
+	home := policy.Home
+	switch {
+	case policy.TempHome:
+		home = tempHome
+	case home == "":
+		home = policy.Workdir
+	}
+	env := []string{"PATH=" + policy.InsidePath(), "HOME=" + home, "TMPDIR=/tmp"}
+	if policy.User != "" {
+		env = append(env, "USER="+policy.User, "LOGNAME="+policy.User)
+	}
 	env = append(env, policy.Host.Env...)
 	return append(env, policy.Env...)
+}
+
+// InsidePath is the command's PATH: each --path first, in order, then DefaultPath.
+func (policy Policy) InsidePath() string {
+	return strings.Join(append(slices.Clone(policy.Path), DefaultPath), ":")
+}
+
+// StartDir is the command's working directory inside.
+func (policy Policy) StartDir() string {
+	if policy.Cwd != "" {
+		return policy.Cwd
+	}
+	return policy.Workdir
 }
 
 func check(bwrapPath string, policy Policy, cmd []string) error {
@@ -199,6 +238,43 @@ func check(bwrapPath string, policy Policy, cmd []string) error {
 		if err := RefuseReadOnly("--ro", path, path); err != nil {
 			return err
 		}
+	}
+	for _, path := range policy.ReadWrite {
+		if !isCleanAbs(path) {
+			return &PolicyError{"--rw", path, "must be an absolute, resolved path"}
+		}
+		if err := RefuseWritable("--rw", path, path, Guard{}); err != nil {
+			return err
+		}
+		if within(policy.Workdir, path) || within(path, policy.Workdir) {
+			return &PolicyError{"--rw", path, "must be apart from the workdir"}
+		}
+	}
+	if policy.Home != "" {
+		if !isCleanAbs(policy.Home) {
+			return &PolicyError{"--home-dir", policy.Home, "must be an absolute, resolved path"}
+		}
+		if err := checkHome("--home-dir", policy.Home, policy.Home, policy.Workdir, Guard{}); err != nil {
+			return err
+		}
+	}
+	if policy.Cwd != "" && (!isCleanAbs(policy.Cwd) || !within(policy.Workdir, policy.Cwd)) {
+		return &PolicyError{"--cwd", policy.Cwd, "must be a resolved path inside the workdir"}
+	}
+	for _, dir := range policy.Path {
+		if !filepath.IsAbs(dir) || strings.Contains(dir, ":") {
+			return &PolicyError{"--path", dir, "must be an absolute path without ':'"}
+		}
+	}
+	for _, link := range policy.Links {
+		if !isCleanAbs(link.Path) || !isCleanAbs(link.Target) || policy.visible(link.Path) {
+			return &PolicyError{"--ro", link.Path, "a link must be an absolute path not already bound"}
+		}
+	}
+	switch policy.Git {
+	case "", GitReadOnly, GitCommit:
+	default:
+		return &PolicyError{"--git", string(policy.Git), "must be readonly or commit"}
 	}
 	for _, path := range policy.Protect {
 		if !isCleanAbs(path) || !within(policy.Workdir, path) || path == policy.Workdir {

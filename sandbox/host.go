@@ -62,8 +62,12 @@ func EtcAllowlist() []string {
 // EtcNetwork is bound only with the host network.
 func EtcNetwork() []string { return []string{"/etc/resolv.conf"} }
 
-// passEnvNames are the caller's variables (with LC_*) that shape output, not behaviour.
-var passEnvNames = []string{"LANG", "TZ", "TERM"}
+// PassEnvNames are the caller's variables (with LC_*) passed through when set: they
+// shape output (locale, terminal, colour) or say a CI job is running, and hold no
+// secrets. A fresh copy each call.
+func PassEnvNames() []string {
+	return []string{"LANG", "TZ", "TERM", "COLORTERM", "CI", "NO_COLOR", "FORCE_COLOR"}
+}
 
 // ScanHost reads the host's layout: lstat of a few system paths, and the caller's
 // locale variables from environ. Cheap (about twenty stat calls), so it is not cached.
@@ -115,12 +119,12 @@ func scanProc() ProcSurface {
 	return proc
 }
 
-// localeEnv picks LANG, LC_*, TZ and TERM from the caller's environment, in its order.
+// localeEnv picks LC_* and PassEnvNames from the caller's environment, in its order.
 func localeEnv(environ []string) []string {
 	var env []string
 	for _, entry := range environ {
 		name, value, _ := strings.Cut(entry, "=")
-		if value != "" && (strings.HasPrefix(name, "LC_") || slices.Contains(passEnvNames, name)) {
+		if value != "" && (strings.HasPrefix(name, "LC_") || slices.Contains(PassEnvNames(), name)) {
 			env = append(env, entry)
 		}
 	}

@@ -25,6 +25,7 @@ type sandboxRun struct {
 	bwrap   string
 	request Request
 	timeout time.Duration
+	env     []string // the caller's environment, on top of LANG and the tests' cache
 }
 
 func (s sandboxRun) run(t *testing.T, args ...string) (Result, string, string, error) {
@@ -34,7 +35,7 @@ func (s sandboxRun) run(t *testing.T, args ...string) (Result, string, string, e
 		s.request.Workdir = t.TempDir()
 	}
 	s.request.ReadOnly = append(s.request.ReadOnly, exe)
-	policy, err := NewPolicy(s.request, []string{"LANG=C.UTF-8"})
+	policy, err := NewPolicy(s.request, append([]string{"LANG=C.UTF-8", "XDG_CACHE_HOME=" + os.Getenv("XDG_CACHE_HOME")}, s.env...))
 	if err != nil {
 		t.Fatal(err)
 	}

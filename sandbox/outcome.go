@@ -19,6 +19,8 @@ type Result struct {
 	// command that itself exits 130 reads as SIGINT too).
 	Signal   int
 	TimedOut bool
+	// Failure says why the command itself did not run (126, 127); empty otherwise.
+	Failure  CommandFailure
 	Duration time.Duration
 }
 
@@ -49,7 +51,10 @@ type UnavailableError struct {
 	Missing []string
 	// NotBwrap: the binary lists none of bwrap's options at all (ReasonUnsupported).
 	NotBwrap bool
-	Err      error
+	// StderrShown: bwrap's own message already reached the user (its stderr was
+	// passed through), so Message does not repeat it.
+	StderrShown bool
+	Err         error
 }
 
 func (e *UnavailableError) Error() string {
@@ -82,6 +87,9 @@ func (e *UnavailableError) cause() string {
 	case ReasonStartFailed:
 		return fmt.Sprintf("%s could not be started: %v", e.Bwrap, e.Err)
 	case ReasonSetupFailed:
+		if e.StderrShown && e.Stderr != "" {
+			return fmt.Sprintf("%s failed while building the sandbox (its message is above)", e.Bwrap)
+		}
 		return fmt.Sprintf("%s failed while building the sandbox: %s", e.Bwrap, orNothing(lastLine(e.Stderr)))
 	case ReasonNoLaunchProof:
 		return fmt.Sprintf("%s exited without reporting a sandboxed child (%v); it is not a working bwrap", e.Bwrap, e.Err)
@@ -134,6 +142,10 @@ type launch struct {
 	stderr       string
 	timedOut     bool // our --timeout fired after launch
 	withheld     bool // the gate never released the filter: setup did not reach the command
+	// direct: bwrap's stderr went straight to the caller, so stderr is empty and an exec
+	// failure is told by commandFound (lookInside) instead of bwrap's execvp line.
+	direct       bool
+	commandFound bool
 }
 
 // classify decides what a finished bwrap means. It is the one place that turns
@@ -159,9 +171,17 @@ func classify(l launch) (Result, Reason) {
 	// last word is either the exec failure or a setup step that failed in the child.
 	if line := execFailure(l.stderr); line != "" {
 		if strings.HasSuffix(line, "No such file or directory") {
-			return Result{Started: true, ExitCode: 127}, ""
+			return Result{Started: true, ExitCode: 127, Failure: CommandNotFound}, ""
 		}
-		return Result{Started: true, ExitCode: 126}, ""
+		return Result{Started: true, ExitCode: 126, Failure: CommandNotExecutable}, ""
+	}
+	if l.direct && l.bwrapStatus != -1 {
+		// The filter was released, so setup was complete: what is left before the
+		// command is bwrap's execvp.
+		if l.commandFound {
+			return Result{Started: true, ExitCode: 126, Failure: CommandNotExecutable}, ""
+		}
+		return Result{Started: true, ExitCode: 127, Failure: CommandNotFound}, ""
 	}
 	if l.bwrapStatus == -1 {
 		return Result{}, ReasonNoLaunchProof

@@ -14,8 +14,14 @@ func TestClassify(t *testing.T) {
 	}{
 		{"exited", launch{childPID: 9, exitReported: true, exitCode: 3, bwrapStatus: 3}, Result{Started: true, ExitCode: 3}, ""},
 		{"signal", launch{childPID: 9, exitReported: true, exitCode: 137, bwrapStatus: 137}, Result{Started: true, ExitCode: 137, Signal: 9}, ""},
-		{"not found inside", launch{childPID: 9, bwrapStatus: 1, stderr: "bwrap: execvp nope: No such file or directory\n"}, Result{Started: true, ExitCode: 127}, ""},
-		{"not executable inside", launch{childPID: 9, bwrapStatus: 1, stderr: "bwrap: execvp /etc/passwd: Permission denied\n"}, Result{Started: true, ExitCode: 126}, ""},
+		{"not found inside", launch{childPID: 9, bwrapStatus: 1, stderr: "bwrap: execvp nope: No such file or directory\n"}, Result{Started: true, ExitCode: 127, Failure: CommandNotFound}, ""},
+		{"not executable inside", launch{childPID: 9, bwrapStatus: 1, stderr: "bwrap: execvp /etc/passwd: Permission denied\n"}, Result{Started: true, ExitCode: 126, Failure: CommandNotExecutable}, ""},
+		// stderr handed to the command: no execvp line to read; the gate released the
+		// filter, so only the exec was left, and whether the command is inside decides.
+		{"direct: not found inside", launch{childPID: 9, bwrapStatus: 1, direct: true}, Result{Started: true, ExitCode: 127, Failure: CommandNotFound}, ""},
+		{"direct: found but not executable", launch{childPID: 9, bwrapStatus: 1, direct: true, commandFound: true}, Result{Started: true, ExitCode: 126, Failure: CommandNotExecutable}, ""},
+		{"direct: filter withheld is setup", launch{childPID: 9, bwrapStatus: 1, direct: true, withheld: true}, Result{}, ReasonNoLaunchProof},
+		{"direct: exit reported wins", launch{childPID: 9, exitReported: true, exitCode: 3, direct: true}, Result{Started: true, ExitCode: 3}, ""},
 		{"setup failed in the child", launch{childPID: 9, bwrapStatus: 1, stderr: "bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n"}, Result{}, ReasonSetupFailed},
 		{"uid map refused (AppArmor)", launch{childPID: 9, bwrapStatus: 1, stderr: "bwrap: setting up uid map: Permission denied\n"}, Result{}, ReasonSetupFailed},
 		{"refused before the child", launch{bwrapStatus: 1, stderr: "bwrap: No permissions to create a new namespace, likely because the kernel does not allow non-privileged user namespaces.\n"}, Result{}, ReasonSetupFailed},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/bwrapkit/bwrapkit/internal/environ"
 	"github.com/bwrapkit/bwrapkit/sandbox/limits"
+	"golang.org/x/sys/unix"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -18,10 +19,30 @@ import (
 // Policy is what a caller asks of the sandbox. Paths must be absolute and already
 // resolved (NewPolicy does that); Argv checks them again and refuses what is unsafe.
 type Policy struct {
-	// Workdir is the one read-write bind, at its real (symlink-resolved) path.
+	// Workdir is the project's read-write bind, at its real (symlink-resolved) path.
 	Workdir string
 	// ReadOnly are extra read-only binds at the same path (a toolchain, say).
 	ReadOnly []string
+	// ReadWrite are extra read-write binds at the same path (--rw), refused like Workdir.
+	ReadWrite []string
+	// Home is the command's HOME, bound read-write; empty means HOME is the Workdir, or
+	// with TempHome a directory in the sandbox's private /tmp.
+	Home string
+	// TempHome: no place for a per-project HOME exists (no cache directory, HOME
+	// nonexistent, no usable TMPDIR), so HOME is /tmp/home inside, gone with the run.
+	TempHome bool
+	// Path are directories put before DefaultPath in the command's PATH, in order.
+	Path []string
+	// Links are symlinks recreated inside, so an --ro or --path given as a link is
+	// found at the link's name too.
+	Links []Link
+	// Cwd is where the command starts, inside Workdir; empty means Workdir.
+	Cwd string
+	// User is the caller's name, set as USER and LOGNAME; empty sets neither.
+	User string
+	// Git is how the workdir's git metadata is bound: GitReadOnly (the zero value) or
+	// GitCommit.
+	Git GitMode
 	// Protect are paths inside Workdir re-bound read-only; NewPolicy adds .git.
 	Protect []string
 	// Network keeps the host network namespace.
@@ -48,26 +69,43 @@ func (e *PolicyError) Error() string {
 	return fmt.Sprintf("%s %s: %s", e.Field, e.Value, e.Reason)
 }
 
-// Request is a policy as a user states it: relative paths, symlinks and all.
+// Link is one symlink made inside the sandbox: Path leads to Target.
+type Link struct {
+	Path   string
+	Target string
+}
+
+// Request is a policy as a user states it: relative paths, symlinks and all. Its JSON
+// form is the policy file's (see PolicyFile).
 type Request struct {
-	Workdir  string   // default: the current directory
-	ReadOnly []string // absolute or relative to the current directory
-	Protect  []string // relative to Workdir
-	Network  bool
-	Env      []string // NAME=VALUE
-	PassEnv  []string // names copied from the caller's environment when set
-	Limits   []string // NAME=VALUE bounds (see package limits), on top of the defaults
+	Workdir   string   `json:"workdir,omitempty"`  // default: the current directory
+	ReadOnly  []string `json:"ro,omitempty"`       // absolute or relative to the current directory
+	ReadWrite []string `json:"rw,omitempty"`       // the same, bound read-write
+	Path      []string `json:"path,omitempty"`     // directories put first on the inside PATH
+	Protect   []string `json:"protect,omitempty"`  // relative to Workdir
+	Network   bool     `json:"net,omitempty"`      //
+	Env       []string `json:"env,omitempty"`      // NAME=VALUE
+	PassEnv   []string `json:"pass_env,omitempty"` // names copied from the caller's environment when set
+	Limits    []string `json:"limit,omitempty"`    // NAME=VALUE bounds (see package limits), on top of the defaults
+	HomeDir   string   `json:"home_dir,omitempty"` // default: the project's own HOME (see home.go)
+	Git       string   `json:"git,omitempty"`      // readonly (default) or commit
+	Cwd       string   `json:"cwd,omitempty"`      // relative to Workdir; default: the current directory when inside it
 	// Trusted is bwrapkit's own state the sandbox must never be able to write: its home
 	// (with the managed bwrap) and the bwrap in use. The probe cache is added by NewPolicy.
-	Trusted []string
+	Trusted []string `json:"-"`
 }
 
 // NewPolicy resolves a Request against the file system and the caller's environment
 // (env, as os.Environ returns it) into a Policy: the only place where sandbox
 // policy touches the host. Every refusal is decided on the fully resolved path.
 func NewPolicy(request Request, env []string) (Policy, error) {
+	if env == nil {
+		env = os.Environ()
+	}
 	getenv := environ.Getenv(env)
 	guard := Guard{Home: callerHomes(getenv), Trusted: trustedState(request.Trusted, env), Scratch: scratchDirs(env)}
+	// A workdir or --rw path may not reach any project's HOME either.
+	projectGuard := Guard{Home: guard.Home, Trusted: append(slices.Clone(guard.Trusted), resolveAll(homeRoots(env))...), Scratch: guard.Scratch}
 	workdir, err := resolveDir("--workdir", request.Workdir)
 	if err != nil {
 		return Policy{}, err
@@ -76,7 +114,14 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 	if given == "" || given == "." {
 		given = "(the current directory)"
 	}
-	if err := RefuseWritable("--workdir", given, workdir, guard); err != nil {
+	if err := RefuseWritable("--workdir", given, workdir, projectGuard); err != nil {
+		return Policy{}, err
+	}
+	if err := checkAccess("--workdir", given, workdir); err != nil {
+		return Policy{}, err
+	}
+	git, err := ParseGitMode(request.Git)
+	if err != nil {
 		return Policy{}, err
 	}
 	bounds, err := limits.Parse(request.Limits, limits.Defaults())
@@ -87,16 +132,70 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 		}
 		return Policy{}, err
 	}
-	policy := Policy{Workdir: workdir, Network: request.Network, Limits: bounds, Host: ScanHost(env)}
-	for _, path := range request.ReadOnly {
-		real, err := resolvePath("--ro", path)
+	policy := Policy{Workdir: workdir, Network: request.Network, Limits: bounds, Host: ScanHost(env), Git: git, User: callerName(env)}
+	if request.HomeDir != "" {
+		home, err := resolveDir("--home-dir", request.HomeDir)
 		if err != nil {
 			return Policy{}, err
 		}
-		if err := RefuseReadOnly("--ro", path, real); err != nil {
+		if err := checkHome("--home-dir", request.HomeDir, home, workdir, guard); err != nil {
+			return Policy{}, err
+		}
+		if err := checkAccess("--home-dir", request.HomeDir, home); err != nil {
+			return Policy{}, err
+		}
+		policy.Home = home
+	} else if policy.Home, err = projectHome(env, workdir, guard); errors.Is(err, errNoHomeRoot) {
+		policy.Home, policy.TempHome = "", true
+	} else if err != nil {
+		return Policy{}, err
+	}
+	for _, path := range request.ReadWrite {
+		real, err := resolvePath("--rw", path)
+		if err != nil {
+			return Policy{}, err
+		}
+		if err := RefuseWritable("--rw", path, real, projectGuard); err != nil {
+			return Policy{}, err
+		}
+		for _, apart := range []struct{ name, dir string }{{"the workdir", workdir}, {"the HOME", policy.Home}} {
+			if within(apart.dir, real) || within(real, apart.dir) {
+				return Policy{}, &PolicyError{"--rw", describe(path, real), fmt.Sprintf("encloses or lies inside %s %s, which has its own rules (protected paths, a private HOME); name a directory apart from it", apart.name, apart.dir)}
+			}
+		}
+		if err := checkAccess("--rw", path, real); err != nil {
+			return Policy{}, err
+		}
+		policy.ReadWrite = append(policy.ReadWrite, real)
+	}
+	for _, path := range request.ReadOnly {
+		real, link, err := resolveBindable("--ro", path)
+		if err != nil {
 			return Policy{}, err
 		}
 		policy.ReadOnly = append(policy.ReadOnly, real)
+		policy.addLink(link, real)
+	}
+	for _, path := range request.Path {
+		real, link, err := resolveBindable("--path", path)
+		if err != nil {
+			return Policy{}, err
+		}
+		if info, err := os.Stat(real); err != nil || !info.IsDir() {
+			return Policy{}, &PolicyError{"--path", describe(path, real), "is not a directory; name the directory that holds the command"}
+		}
+		if !policy.visible(real) {
+			policy.ReadOnly = append(policy.ReadOnly, real)
+		}
+		entry := real
+		if link != "" {
+			policy.addLink(link, real)
+			entry = link
+		}
+		if strings.Contains(entry, ":") {
+			return Policy{}, &PolicyError{"--path", entry, "contains ':', which PATH cannot hold"}
+		}
+		policy.Path = append(policy.Path, entry)
 	}
 	for _, path := range request.Protect {
 		protected, err := resolveProtect(workdir, path)
@@ -110,6 +209,9 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 		return Policy{}, err
 	}
 	policy.Protect = append(policy.Protect, gitProtected...)
+	if policy.Cwd, err = resolveCwd(workdir, request.Cwd); err != nil {
+		return Policy{}, err
+	}
 	for _, entry := range request.Env {
 		if err := checkEnvEntry(entry); err != nil {
 			return Policy{}, err
@@ -125,6 +227,114 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 		}
 	}
 	return policy, nil
+}
+
+// resolveBindable resolves a read-only bind (--ro, --path) and refuses what may not be
+// shown even read-only. When the path as given ends in a symlink, link is that link's
+// own path (its directory resolved), to be recreated inside: `--ro /etc/os-release`
+// binds /usr/lib/os-release and makes /etc/os-release lead there.
+func resolveBindable(field, path string) (real, link string, err error) {
+	real, err = resolvePath(field, path)
+	if err != nil {
+		return "", "", err
+	}
+	if err := RefuseReadOnly(field, path, real); err != nil {
+		return "", "", err
+	}
+	absolute, _ := filepath.Abs(path)
+	parent, err := filepath.EvalSymlinks(filepath.Dir(absolute))
+	if err != nil {
+		return real, "", nil
+	}
+	named := filepath.Join(parent, filepath.Base(absolute))
+	if info, err := os.Lstat(named); err == nil && info.Mode()&os.ModeSymlink != 0 && named != real {
+		return real, named, nil
+	}
+	return real, "", nil
+}
+
+// addLink records a symlink to recreate inside, unless a bind already shows the host's.
+func (policy *Policy) addLink(link, target string) {
+	if link == "" || policy.visible(link) || slices.ContainsFunc(policy.Links, func(l Link) bool { return l.Path == link }) {
+		return
+	}
+	policy.Links = append(policy.Links, Link{Path: link, Target: target})
+}
+
+// visible reports whether a host path is already seen inside at the same path: under
+// /usr, a bound system root, the workdir, the HOME or another bind.
+func (policy Policy) visible(path string) bool {
+	dirs := []string{"/usr", policy.Workdir}
+	if policy.Home != "" {
+		dirs = append(dirs, policy.Home)
+	}
+	for _, root := range policy.Host.Roots {
+		if root.Target == "" {
+			dirs = append(dirs, root.Path)
+		}
+	}
+	for _, path := range policy.Host.Etc {
+		if policy.Network || !isNetworkEtc(path) {
+			dirs = append(dirs, path)
+		}
+	}
+	dirs = append(append(dirs, policy.ReadOnly...), policy.ReadWrite...)
+	return slices.ContainsFunc(dirs, func(dir string) bool { return within(dir, path) })
+}
+
+// resolveCwd is where the command starts: --cwd (relative to the workdir), else the
+// current directory when it is inside the workdir, else the workdir.
+func resolveCwd(workdir, cwd string) (string, error) {
+	if cwd == "" {
+		here, err := os.Getwd()
+		if err != nil {
+			return "", nil
+		}
+		if real, err := filepath.EvalSymlinks(here); err == nil && within(workdir, real) && real != workdir {
+			return real, nil
+		}
+		return "", nil
+	}
+	if filepath.IsAbs(cwd) {
+		return "", &PolicyError{"--cwd", cwd, "must be relative to the workdir"}
+	}
+	real, err := resolveDir("--cwd", filepath.Join(workdir, cwd))
+	if err != nil {
+		return "", &PolicyError{"--cwd", cwd, "must name a directory inside the workdir " + workdir}
+	}
+	if !within(workdir, real) {
+		return "", &PolicyError{"--cwd", describe(cwd, real), "is outside the workdir " + workdir}
+	}
+	if real == workdir {
+		return "", nil
+	}
+	return real, nil
+}
+
+// checkAccess refuses a read-write directory the caller itself cannot enter or write:
+// bwrap would fail to bind or the command to write, and the cause is the directory's
+// permissions, not the host's sandboxing.
+func checkAccess(field, given, real string) error {
+	info, err := os.Stat(real)
+	if err != nil {
+		return &PolicyError{field, describe(given, real), err.Error()}
+	}
+	mode := uint32(unix.W_OK)
+	if info.IsDir() {
+		mode |= unix.X_OK | unix.R_OK
+	}
+	if err := unix.Access(real, mode); err != nil {
+		return &PolicyError{field, describe(given, real), fmt.Sprintf("you (uid %d) cannot %s it: %v; choose a directory you own, or fix its permissions", os.Geteuid(), map[bool]string{true: "enter and write", false: "write"}[info.IsDir()], err)}
+	}
+	return nil
+}
+
+func resolveAll(paths []string) []string {
+	resolved := make([]string, 0, len(paths))
+	for _, path := range paths {
+		resolved = append(resolved, resolveExisting(filepath.Clean(path)))
+	}
+	return resolved
 }
 
 // resolveProtect checks a --protect path: relative to the workdir, existing, and reached
@@ -179,6 +389,15 @@ func trustedState(given []string, env []string) []string {
 		}
 	}
 	return trusted
+}
+
+// lookupUser is the user database's name for uid.
+func lookupUser(uid int) (string, error) {
+	account, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return "", err
+	}
+	return account.Username, nil
 }
 
 // passwdHome is the home directory the user database names for uid, or "".

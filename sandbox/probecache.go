@@ -56,7 +56,10 @@ const (
 func DefaultProber(env []string) Prober {
 	getenv := environ.Getenv(env)
 	var dirs []string
-	if cache := getenv("XDG_CACHE_HOME"); filepath.IsAbs(cache) {
+	// Nothing above a cache directory is ever created: XDG_CACHE_HOME itself may be made
+	// (as the XDG spec has it), but only inside a directory that exists, and HOME and
+	// TMPDIR must exist (HOME=/nonexistent, a service account's, stays nonexistent).
+	if cache := getenv("XDG_CACHE_HOME"); filepath.IsAbs(cache) && isDir(filepath.Dir(cache)) {
 		dirs = append(dirs, filepath.Join(cache, "bwrapkit", probeCacheVersion))
 	} else if home := getenv("HOME"); filepath.IsAbs(home) && isDir(home) {
 		dirs = append(dirs, filepath.Join(home, ".cache", "bwrapkit", probeCacheVersion))
@@ -64,7 +67,9 @@ func DefaultProber(env []string) Prober {
 	if runtime := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(runtime) && isDir(runtime) {
 		dirs = append(dirs, filepath.Join(runtime, "bwrapkit", probeCacheVersion))
 	}
-	dirs = append(dirs, filepath.Join(os.TempDir(), "bwrapkit-"+strconv.Itoa(os.Geteuid()), probeCacheVersion))
+	if temp := os.TempDir(); filepath.IsAbs(temp) && isDir(temp) {
+		dirs = append(dirs, filepath.Join(temp, "bwrapkit-"+strconv.Itoa(os.Geteuid()), probeCacheVersion))
+	}
 	return Prober{CacheDirs: dirs}
 }
 

@@ -28,6 +28,11 @@ type Options struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// DirectStderr hands Stderr (an *os.File) to the command itself instead of through a
+	// pipe: a terminal keeps its colour, and the order of stdout and stderr lines sharing
+	// one file is kept. bwrap's messages then reach it unread, and a 126 or 127 is told
+	// from the command's presence inside.
+	DirectStderr bool
 	// Timeout bounds the command after launch; zero means none. When it fires every
 	// process of the sandbox is killed.
 	Timeout time.Duration
@@ -104,6 +109,8 @@ type launchPlan struct {
 	expected []expectation
 	program  []byte
 	limits   limits.Limits
+	policy   Policy
+	command  string
 }
 
 // planLaunch opens every bind source and builds the argv that binds those descriptors.
@@ -134,6 +141,7 @@ func planLaunch(policy Policy, cmd []string, bwrap string) (*launchPlan, error) 
 	plan.argv = append([]string{argv[0], "--json-status-fd", statusFD}, argv[1:]...)
 	plan.expected = expectations(policy, plan.sources)
 	plan.limits = policy.Limits
+	plan.policy, plan.command = policy, cmd[0]
 	return plan, nil
 }
 
@@ -200,6 +208,10 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 	stderr := &tailWriter{out: opts.Stderr, max: stderrTailSize}
 	process := exec.Command(argv[0], argv[1:]...)
 	process.Stdin, process.Stdout, process.Stderr = opts.Stdin, opts.Stdout, stderr
+	direct, _ := opts.Stderr.(*os.File)
+	if opts.DirectStderr && direct != nil {
+		process.Stderr = direct
+	}
 	process.ExtraFiles = append([]*os.File{statusWrite, filterRead}, plan.files...)
 	process.Env = []string{} // bwrap gets nothing of ours; --setenv builds the inside
 	// Its own process group: a terminal's ^C reaches bwrapkit, which decides.
@@ -285,11 +297,21 @@ wait:
 	observed.stderr = stderr.tail()
 	observed.bwrapStatus = exitStatusOf(waitErr)
 	observed.withheld = !filter.released()
+	if process.Stderr == direct && direct != nil {
+		observed.direct = true
+		if !observed.exitReported && !observed.withheld {
+			_, observed.commandFound = lookInside(plan.policy, plan.command)
+		}
+	}
 
 	result, reason := classify(observed)
 	result.Duration = time.Since(began)
 	switch {
 	case interrupted != nil:
+		// Interrupted after the gate let the command start: it ran, and was killed.
+		if !result.Started && !observed.withheld && observed.childPID != 0 {
+			result = Result{Started: true, Duration: result.Duration}
+		}
 		return result, interrupted
 	case refused != nil:
 		var unavailable *UnavailableError

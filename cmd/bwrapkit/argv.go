@@ -29,7 +29,7 @@ Exit status: 0 printed; 125 no usable bwrap (nothing printed); 2 bad usage.`,
 		Example: `  bwrapkit argv -- make test
   bwrapkit argv --seccomp-file /tmp/filter.bpf -- make test
   bwrapkit argv --net --workdir /src/app -- npm ci | jq -r '.[]'`,
-		Args: commandArgs(&opts.command),
+		Args: commandArgs(&opts.command, nil),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bwrap, policy, err := prepare(cmd.Context(), opts)
 			if err != nil {

@@ -157,7 +157,7 @@ func TestAttackProbeCacheCannotWeakenTheArgv(t *testing.T) {
 	if got := binaryRun(t, environ, "run", "--workdir", workdir, "--", "true"); got.status != 0 {
 		t.Fatalf("status %d: %s", got.status, got.stderr)
 	}
-	entries, _ := filepath.Glob(filepath.Join(cache, "bwrapkit", "*", "*"))
+	entries, _ := filepath.Glob(filepath.Join(cache, "bwrapkit", "probe-*", "*"))
 	if len(entries) == 0 {
 		t.Fatalf("no cache entry under %s", cache)
 	}
@@ -190,7 +190,7 @@ func TestAttackProbeCacheEntriesAreNeverFollowedOrBlockedOn(t *testing.T) {
 	if got := binaryRun(t, environ, "run", "--workdir", workdir, "--", "true"); got.status != 0 {
 		t.Fatalf("status %d: %s", got.status, got.stderr)
 	}
-	entries, _ := filepath.Glob(filepath.Join(cache, "bwrapkit", "*", "*"))
+	entries, _ := filepath.Glob(filepath.Join(cache, "bwrapkit", "probe-*", "*"))
 	if len(entries) == 0 {
 		t.Fatal("no cache entry")
 	}

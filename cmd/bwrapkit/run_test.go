@@ -43,6 +43,25 @@ func TestRunBadUsageExitsTwoAndRunsNothing(t *testing.T) {
 		{"ro of /proc/1", []string{"run", "--workdir", workdir, "--ro", "/proc/1", "--", "touch", marker}, "would show the host itself"},
 		{"negative timeout", []string{"run", "--workdir", workdir, "--timeout", "-1s", "--", "touch", marker}, "must not be negative"},
 		{"bad timeout", []string{"run", "--timeout", "soon", "--", "touch", marker}, "invalid argument"},
+		{"path missing", []string{"run", "--workdir", workdir, "--path", filepath.Join(workdir, "nope"), "--", "touch", marker}, "does not exist"},
+		{"path of /proc", []string{"run", "--workdir", workdir, "--path", "/proc/self", "--", "touch", marker}, "would show the host itself"},
+		{"path of a file", []string{"run", "--workdir", workdir, "--path", file, "--", "touch", marker}, "is not a directory"},
+		{"rw missing", []string{"run", "--workdir", workdir, "--rw", filepath.Join(workdir, "nope"), "--", "touch", marker}, "does not exist"},
+		{"rw of /etc", []string{"run", "--workdir", workdir, "--rw", "/etc", "--", "touch", marker}, "system directory /etc"},
+		{"rw of /home", []string{"run", "--workdir", workdir, "--rw", "/home", "--", "touch", marker}, "is /home itself"},
+		{"rw inside the workdir", []string{"run", "--workdir", workdir, "--rw", file, "--", "touch", marker}, "encloses or lies inside the workdir"},
+		{"git other value", []string{"run", "--workdir", workdir, "--git", "write", "--", "touch", marker}, "must be readonly (the default) or commit"},
+		{"cwd outside", []string{"run", "--workdir", workdir, "--cwd", "..", "--", "touch", marker}, "is outside the workdir"},
+		{"cwd absolute", []string{"run", "--workdir", workdir, "--cwd", "/tmp", "--", "touch", marker}, "must be relative to the workdir"},
+		{"cwd missing", []string{"run", "--workdir", workdir, "--cwd", "nope", "--", "touch", marker}, "must name a directory inside the workdir"},
+		{"home-dir inside the workdir", []string{"run", "--workdir", filepath.Dir(workdir), "--home-dir", workdir, "--", "touch", marker}, "lies inside the workdir"},
+		{"policy not JSON", []string{"run", "--workdir", workdir, "--policy", writeFile(t, "not json"), "--", "touch", marker}, "is not a bwrapkit.policy/v1 document"},
+		{"policy other schema", []string{"run", "--workdir", workdir, "--policy", writeFile(t, `{"schema":"bwrapkit.policy/v2"}`), "--", "touch", marker}, `want "bwrapkit.policy/v1"`},
+		{"policy unknown field", []string{"run", "--workdir", workdir, "--policy", writeFile(t, `{"schema":"bwrapkit.policy/v1","readonly":["/opt"]}`), "--", "touch", marker}, `unknown field "readonly"`},
+		{"policy wrong type", []string{"run", "--workdir", workdir, "--policy", writeFile(t, `{"schema":"bwrapkit.policy/v1","ro":"/opt"}`), "--", "touch", marker}, `field "ro"`},
+		{"policy two objects", []string{"run", "--workdir", workdir, "--policy", writeFile(t, `{"schema":"bwrapkit.policy/v1"}{}`), "--", "touch", marker}, "more after its JSON object"},
+		{"policy bad git", []string{"run", "--workdir", workdir, "--policy", writeFile(t, `{"schema":"bwrapkit.policy/v1","git":"yes"}`), "--", "touch", marker}, "--git yes"},
+		{"policy missing", []string{"run", "--workdir", workdir, "--policy", filepath.Join(workdir, "nope.json"), "--", "touch", marker}, "nope.json"},
 		{"argv missing command", []string{"argv"}, "no command given"},
 		{"locate extra argument", []string{"locate", "x"}, "unexpected argument"},
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
@@ -64,6 +83,16 @@ func TestRunBadUsageExitsTwoAndRunsNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeFile is a file in a fresh directory holding content.
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func TestRunFlagsParse(t *testing.T) {
@@ -88,13 +117,16 @@ func TestRunLive(t *testing.T) {
 	bwrap := livetest.SystemBwrap(t)
 	workdir := livetest.TempDir(t)
 	report := filepath.Join(t.TempDir(), "report.json")
-	environ := []string{"PATH=/usr/bin:/bin", "HOME=/root", "SECRET_TOKEN=hunter2", "LANG=C.UTF-8", "BWRAPKIT_BWRAP=" + bwrap}
+	cache := t.TempDir()
+	environ := []string{"PATH=/usr/bin:/bin", "HOME=/root", "XDG_CACHE_HOME=" + cache, "SECRET_TOKEN=hunter2", "LANG=C.UTF-8", "BWRAPKIT_BWRAP=" + bwrap}
+	realCache, _ := filepath.EvalSymlinks(cache)
+	projectHomes := filepath.Join(realCache, "bwrapkit", "home") + "/"
 
 	got := invocation{args: []string{"run", "--workdir", workdir, "--env", "VISIBLE=1", "--report", report, "--", "env"}, environ: environ}.run(t)
 	if got.status != 0 {
 		t.Fatalf("status %d: %s", got.status, got.stderr)
 	}
-	if strings.Contains(got.stdout, "SECRET_TOKEN") || !strings.Contains(got.stdout, "VISIBLE=1") || !strings.Contains(got.stdout, "HOME="+workdir) {
+	if strings.Contains(got.stdout, "SECRET_TOKEN") || !strings.Contains(got.stdout, "VISIBLE=1") || !strings.Contains(got.stdout, "HOME="+projectHomes) {
 		t.Errorf("environment inside:\n%s", got.stdout)
 	}
 	var doc map[string]any

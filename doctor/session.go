@@ -150,11 +150,11 @@ func (s *session) selftest(test selftest.Test) func(context.Context) report.Chec
 func (s *session) facts() diagnose.Facts {
 	host := s.host.get()
 	facts := diagnose.Facts{
-		Host:      host,
-		Root:      os.Geteuid() == 0,
-		Distro:    s.cfg.Getenv("WSL_DISTRO_NAME"),
-		Bwrap:     s.bwrapPath(),
-		Setuid:    s.binary.get().Setuid,
+		Host:   host,
+		Root:   os.Geteuid() == 0,
+		Distro: s.cfg.Getenv("WSL_DISTRO_NAME"),
+		Bwrap:  s.bwrapPath(),
+		Setuid: s.binary.get().Setuid,
 	}
 	if host.OS == "linux" && host.Kind != platform.KindWSL1 {
 		facts.UsernsErr = s.usernsErr.get()

@@ -417,7 +417,6 @@ func TestAppArmorRemedyIsTheFixedProfile(t *testing.T) {
 	}
 }
 
-
 // TestSysctlRemedyWritesWhatFixOwns: the printed sysctl remedy, run by a shell, writes the
 // drop-in --fix writes, with its mark, so a later --fix merges into it instead of refusing.
 func TestSysctlRemedyWritesWhatFixOwns(t *testing.T) {

@@ -158,7 +158,15 @@ func binds(policy Policy) []bind {
 	for _, path := range policy.Protect {
 		all = append(all, bind{"--ro-bind", path})
 	}
-	for _, ancestor := range protectAncestors(policy.Workdir, policy.Protect, readOnly) {
+	// An --ro path inside the workdir is pinned like a protected one: otherwise the
+	// command could rename its parent away and put its own files at the name.
+	pinned := slices.Clone(policy.Protect)
+	for _, path := range policy.ReadOnly {
+		if within(policy.Workdir, path) && path != policy.Workdir {
+			pinned = append(pinned, path)
+		}
+	}
+	for _, ancestor := range protectAncestors(policy.Workdir, pinned, readOnly) {
 		all = append(all, bind{"--bind", ancestor})
 	}
 	slices.SortStableFunc(all, func(a, b bind) int { return depth(a.path) - depth(b.path) })

@@ -559,3 +559,23 @@ func TestLiveGitdirsInsideTheWorkdirStayOut(t *testing.T) {
 		}
 	})
 }
+
+// TestLiveReadOnlyInsideTheWorkdirIsPinned: an --ro path inside the workdir cannot be
+// moved away with its parent and replaced by the command's own files.
+func TestLiveReadOnlyInsideTheWorkdirIsPinned(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		workdir := livetest.TempDir(t)
+		tools := filepath.Join(workdir, "vendor", "tools")
+		os.MkdirAll(tools, 0o755)
+		script := filepath.Join(tools, "build.sh")
+		os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755)
+		before := devIno(t, tools)
+		out := mustRun(t, sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir, ReadOnly: []string{tools}}}, "hostile-protect", "vendor/tools")
+		if got := devIno(t, tools); got != before {
+			t.Errorf("vendor/tools is another directory on the host after the run\n%s", out)
+		}
+		if data, _ := os.ReadFile(script); string(data) != "#!/bin/sh\n" {
+			t.Errorf("build.sh changed: %q", data)
+		}
+	})
+}

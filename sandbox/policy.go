@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Policy is what a caller asks of the sandbox. Paths must be absolute and already
@@ -355,6 +356,13 @@ func resolveProtect(workdir, path string) (string, error) {
 	}
 	if real != lexical {
 		return "", &PolicyError{"--protect", path, fmt.Sprintf("is reached through a symlink (it resolves to %s); a command could retarget the link, so protect the real path instead", real)}
+	}
+	// A second name for a protected file, made by an earlier run (`ln ci.yml .x`), would
+	// let the command write it through the unprotected name.
+	if info, err := os.Lstat(real); err == nil && info.Mode().IsRegular() {
+		if stat, ok := info.Sys().(*syscall.Stat_t); ok && stat.Nlink > 1 {
+			return "", &PolicyError{"--protect", path, fmt.Sprintf("has %d hard links; a command could change it through another name, so replace it with a copy of its own (cp %s %s.new && mv %s.new %s)", stat.Nlink, path, path, path, path)}
+		}
 	}
 	return real, nil
 }

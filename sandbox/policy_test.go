@@ -140,6 +140,10 @@ func TestNewPolicyRefusesGitAndProtectSymlinks(t *testing.T) {
 		}, []string{".github/workflows"}},
 		{"protected link out of the workdir", func(w string) { os.Symlink("/etc", filepath.Join(w, "escape")) }, []string{"escape"}},
 		{"protect the workdir itself", func(string) {}, []string{"."}},
+		{"protected file with a second name", func(w string) {
+			os.WriteFile(filepath.Join(w, "ci.yml"), []byte("on: push"), 0o644)
+			os.Link(filepath.Join(w, "ci.yml"), filepath.Join(w, ".x"))
+		}, []string{"ci.yml"}},
 		{".git file naming a missing gitdir inside", func(w string) { os.WriteFile(filepath.Join(w, ".git"), []byte("gitdir: later"), 0o644) }, nil},
 		{"protect above the workdir", func(string) {}, []string{"../x"}},
 	}

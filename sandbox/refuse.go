@@ -57,7 +57,7 @@ func RefuseWritable(field, given, real string, guard Guard) error {
 			continue
 		}
 		if within(real, trusted) || within(trusted, real) {
-			return &PolicyError{field, describe(given, real), fmt.Sprintf("encloses or lies inside %s, bwrapkit's own state (its home, probe cache or the bwrap in use), which a command must never be able to replace; choose another directory or move that state (--home, XDG_CACHE_HOME, --bwrap)", trusted)}
+			return &PolicyError{field, describe(given, real), fmt.Sprintf("encloses or lies inside %s, bwrapkit's own state (its home, probe cache, the bwrap in use or bwrapkit itself), which a command must never be able to replace; choose another directory or move that state (--home, XDG_CACHE_HOME, --bwrap)", trusted)}
 		}
 	}
 	for _, home := range guard.Home {
@@ -117,4 +117,23 @@ func ancestorsBelow(dir, path string) []string {
 	}
 	slices.Reverse(chain)
 	return chain
+}
+
+// RefuseInside refuses a file bwrapkit writes for later use (argv's --seccomp-file) at or
+// under a path the sandbox may write: the workdir, a --rw path or the HOME.
+func (policy Policy) RefuseInside(field, path string) error {
+	real := resolveExisting(filepath.Clean(absolute(path)))
+	for _, dir := range append([]string{policy.Workdir, policy.Home}, policy.ReadWrite...) {
+		if dir != "" && within(dir, real) {
+			return &PolicyError{field, describe(path, real), fmt.Sprintf("is inside %s, which the sandbox may write: a command could replace it; keep it outside, root-owned where root runs", dir)}
+		}
+	}
+	return nil
+}
+
+func absolute(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }

@@ -40,6 +40,11 @@ Exit status: 0 printed; 125 no usable bwrap (nothing printed); 2 bad usage.`,
 				return usageError{err}
 			}
 			if seccompFile != "" {
+				// The filter must live where no sandbox of this policy can rewrite it: a
+				// command could otherwise swap in an allow-all program for the next run.
+				if err := policy.RefuseInside("--seccomp-file", seccompFile); err != nil {
+					return usageError{err}
+				}
 				program, err := sandbox.SeccompProgram()
 				if err != nil {
 					return &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Bwrap: bwrap, Err: err}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -216,5 +217,41 @@ func TestAttackProbeCacheEntriesAreNeverFollowedOrBlockedOn(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(victim); string(data) != "precious" {
 		t.Errorf("a run wrote through a planted cache symlink: %q", data)
+	}
+}
+
+// TestAttackBwrapkitAndItsFilterStayOutOfReach: bwrapkit's own binary in the workdir
+// (`make build && ./bwrapkit run` in a checkout), and argv's --seccomp-file in the
+// workdir, are files a command could replace for the next run: both are refused.
+func TestAttackBwrapkitAndItsFilterStayOutOfReach(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	environ, _ := attackEnv(t, bwrap)
+	workdir := livetest.TempDir(t)
+	data, err := os.ReadFile(builtBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := filepath.Join(workdir, "bwrapkit")
+	if err := os.WriteFile(self, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(workdir, "ran")
+	cmd := exec.Command(self, "run", "--", "touch", marker)
+	cmd.Dir, cmd.Env = workdir, environ
+	out, err := cmd.CombinedOutput()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUsage || !strings.Contains(string(out), "bwrapkit itself") {
+		t.Errorf("a workdir holding the running bwrapkit: %v %s, want exit 2 naming it", err, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the command ran with bwrapkit's own binary writable")
+	}
+	filter := filepath.Join(workdir, "filter.bpf")
+	got := binaryRun(t, environ, "argv", "--workdir", workdir, "--seccomp-file", filter, "--", "true")
+	if got.status != exitUsage || !strings.Contains(got.stderr, "which the sandbox may write") {
+		t.Errorf("--seccomp-file inside the workdir: status %d %q, want 2", got.status, got.stderr)
+	}
+	if _, err := os.Stat(filter); err == nil {
+		t.Errorf("the filter was written inside the workdir")
 	}
 }

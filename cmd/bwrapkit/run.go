@@ -146,6 +146,11 @@ func resolvePolicy(opts *runOptions) (sandbox.Policy, error) {
 	request := opts.request
 	// bwrapkit's home holds the managed bwrap every later run executes.
 	request.Trusted = append(request.Trusted, opts.global.home(opts.streams))
+	// bwrapkit's own binary too: `make build && ./bwrapkit run` from a checkout would
+	// otherwise let the command replace the ./bwrapkit the next run executes.
+	if self, err := os.Executable(); err == nil {
+		request.Trusted = append(request.Trusted, self)
+	}
 	policy, err := sandbox.NewPolicy(request, opts.Environ())
 	var policyErr *sandbox.PolicyError
 	var homeErr *sandbox.HomeError

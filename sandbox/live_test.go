@@ -432,8 +432,16 @@ func TestLiveInheritedDescriptorsStayOutside(t *testing.T) {
 
 	control := exec.Command(testExecutable(t), "fds")
 	control.Env = []string{helperEnv + "=1"}
-	control.ExtraFiles = []*os.File{os.NewFile(uintptr(fd), secret)} // lands at 3, inheritable
+	// A duplicate for the control, closed here: an *os.File on fd itself would close it
+	// from its finalizer, and the cleanup would then close a reused number.
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	controlFile := os.NewFile(uintptr(dup), secret)
+	control.ExtraFiles = []*os.File{controlFile} // lands at 3, inheritable
 	out, err := control.Output()
+	controlFile.Close()
 	if err != nil || !strings.Contains(string(out), secret) {
 		t.Fatalf("control: the helper does not see an inherited descriptor (%v): %s", err, out)
 	}

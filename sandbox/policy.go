@@ -111,6 +111,11 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 	if err != nil {
 		return Policy{}, err
 	}
+	if request.Workdir != "" && request.Workdir != "." {
+		if err := RefusePlantedLinks("--workdir", request.Workdir, guard); err != nil {
+			return Policy{}, err
+		}
+	}
 	given := request.Workdir
 	if given == "" || given == "." {
 		given = "(the current directory)"
@@ -154,6 +159,9 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 	for _, path := range request.ReadWrite {
 		real, err := resolvePath("--rw", path)
 		if err != nil {
+			return Policy{}, err
+		}
+		if err := RefusePlantedLinks("--rw", path, guard); err != nil {
 			return Policy{}, err
 		}
 		if err := RefuseWritable("--rw", path, real, projectGuard); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -19,7 +20,7 @@ func TestNewPolicyResolvesPaths(t *testing.T) {
 	os.Symlink(filepath.Join(real, "tools"), filepath.Join(project, "escape"))
 
 	policy, err := NewPolicy(Request{
-		Workdir:  filepath.Join(real, "link-to-project", "..", "link-to-project"),
+		Workdir:  filepath.Join(real, "project", "..", "project"),
 		ReadOnly: []string{filepath.Join(real, "tools")},
 		Protect:  []string{"secrets"},
 		Env:      []string{"A=1", "B=x=y"},
@@ -158,5 +159,29 @@ func TestNewPolicyRefusesGitAndProtectSymlinks(t *testing.T) {
 				t.Fatalf("want a PolicyError, got %v", err)
 			}
 		})
+	}
+}
+
+// TestNewPolicyRefusesPlantedLinks: an earlier run with workdir P can leave `P/sub ->
+// somewhere`; a later --workdir or --rw naming P/sub must not bind the target.
+func TestNewPolicyRefusesPlantedLinks(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	target := filepath.Join(root, "victim")
+	project := filepath.Join(root, "project")
+	os.MkdirAll(target, 0o755)
+	os.MkdirAll(project, 0o755)
+	os.Symlink(target, filepath.Join(project, "sub"))
+	for _, request := range []Request{
+		{Workdir: filepath.Join(project, "sub")},
+		{Workdir: project, ReadWrite: []string{filepath.Join(project, "sub")}},
+	} {
+		_, err := NewPolicy(request, nil)
+		var policyErr *PolicyError
+		if !errors.As(err, &policyErr) || !strings.Contains(err.Error(), "passes through the symlink") {
+			t.Errorf("%+v: %v, want a refusal naming the link", request, err)
+		}
+	}
+	if _, err := NewPolicy(Request{Workdir: target}, nil); err != nil {
+		t.Errorf("the target named itself: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -136,4 +137,48 @@ func absolute(path string) string {
 		return abs
 	}
 	return path
+}
+
+// RefusePlantedLinks refuses a read-write path whose resolution passes through a symlink
+// that a sandbox could have planted: an earlier run with workdir P leaves `P/sub ->
+// /home/u/.ssh`, and a later `--workdir P/sub` would bind the target read-write. A link
+// is trusted only where no sandbox can write: directly in / (/home -> /data/home), in
+// /var, /var/lib, /run or /home themselves, under a system tree, or directly in the
+// caller's home. given is the path as the user wrote it.
+func RefusePlantedLinks(field, given string, guard Guard) error {
+	current := "/"
+	for _, name := range strings.Split(strings.TrimPrefix(filepath.Clean(absolute(given)), "/"), "/") {
+		if name == "" {
+			continue
+		}
+		next := filepath.Join(current, name)
+		info, err := os.Lstat(next)
+		if err != nil {
+			return nil // resolution itself reports a missing path
+		}
+		if info.Mode()&os.ModeSymlink == 0 {
+			current = next
+			continue
+		}
+		if !linkParentTrusted(current, guard) {
+			target, _ := os.Readlink(next)
+			return &PolicyError{field, given, fmt.Sprintf("passes through the symlink %s -> %s, in a directory a sandboxed command could have written; if you mean its target, name the target itself", next, target)}
+		}
+		if current, err = filepath.EvalSymlinks(next); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+func linkParentTrusted(dir string, guard Guard) bool {
+	if slices.Contains([]string{"/", "/var", "/var/lib", "/run", "/home"}, dir) || slices.Contains(guard.Home, dir) {
+		return true
+	}
+	for _, tree := range systemTrees() {
+		if within(tree, dir) {
+			return true
+		}
+	}
+	return false
 }

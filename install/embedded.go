@@ -102,14 +102,5 @@ func writeEmbedded(home string, data []byte) (name string, err error) {
 	if _, err := temp.Write(data); err != nil {
 		return "", &LocalError{fmt.Errorf("writing %s: %w", temp.Name(), err)}
 	}
-	if err := temp.Sync(); err != nil {
-		return "", &LocalError{fmt.Errorf("syncing %s: %w", temp.Name(), err)}
-	}
-	if err := temp.Close(); err != nil {
-		return "", &LocalError{fmt.Errorf("closing %s: %w", temp.Name(), err)}
-	}
-	if err := os.Chmod(temp.Name(), 0o755); err != nil {
-		return "", &LocalError{err}
-	}
-	return temp.Name(), nil
+	return sealTemp(temp)
 }

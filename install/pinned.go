@@ -203,16 +203,7 @@ func trySource(ctx context.Context, opts Options, artifact Artifact, source Sour
 		return "", &SourceError{URL: source.URL, Err: contentErrorf(
 			"pin mismatch: got %d bytes with sha256 %s, pinned %d bytes with sha256 %s", written, sum, artifact.Size, artifact.SHA256)}
 	}
-	if err := temp.Sync(); err != nil {
-		return "", &LocalError{fmt.Errorf("syncing %s: %w", temp.Name(), err)}
-	}
-	if err := temp.Close(); err != nil {
-		return "", &LocalError{fmt.Errorf("closing %s: %w", temp.Name(), err)}
-	}
-	if err := os.Chmod(temp.Name(), 0o755); err != nil {
-		return "", &LocalError{err}
-	}
-	return temp.Name(), nil
+	return sealTemp(temp)
 }
 
 // blame decides whose fault a failed source is: the deadline's (abort), this host's
@@ -263,4 +254,19 @@ func probeRetrying(ctx context.Context, binary string) (sandbox.Features, error)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// sealTemp makes a fully written temp file durable and executable (0755) and closes it:
+// the last step before its hash is trusted and it is placed.
+func sealTemp(temp *os.File) (string, error) {
+	if err := temp.Sync(); err != nil {
+		return "", &LocalError{fmt.Errorf("syncing %s: %w", temp.Name(), err)}
+	}
+	if err := temp.Close(); err != nil {
+		return "", &LocalError{fmt.Errorf("closing %s: %w", temp.Name(), err)}
+	}
+	if err := os.Chmod(temp.Name(), 0o755); err != nil {
+		return "", &LocalError{err}
+	}
+	return temp.Name(), nil
 }

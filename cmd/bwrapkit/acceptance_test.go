@@ -88,14 +88,27 @@ func requireLive(t *testing.T) {
 }
 
 // noLeftovers fails if a doctor left a planted secret or a self-test directory in dir.
+// Other packages' tests run doctors at the same time (as root, in the same /root), and
+// theirs exist while they run: a leftover is one that is still there a few seconds on.
 func noLeftovers(t *testing.T, dirs ...string) {
 	t.Helper()
-	for _, dir := range dirs {
-		for _, pattern := range []string{".bwrapkit-doctor-secret-*", "bwrapkit-doctor-*", ".cache/bwrapkit/selftest/bwrapkit-doctor-*"} {
-			if found, _ := filepath.Glob(filepath.Join(dir, pattern)); len(found) > 0 {
-				t.Errorf("left behind: %v", found)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var found []string
+		for _, dir := range dirs {
+			for _, pattern := range []string{".bwrapkit-doctor-secret-*", "bwrapkit-doctor-*", ".cache/bwrapkit/selftest/bwrapkit-doctor-*"} {
+				matches, _ := filepath.Glob(filepath.Join(dir, pattern))
+				found = append(found, matches...)
 			}
 		}
+		if len(found) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("left behind: %v", found)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

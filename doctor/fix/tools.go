@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
+	"github.com/bwrapkit/bwrapkit/internal/pathlist"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -21,17 +20,12 @@ func ToolPath(path string) func(name string) (string, error) {
 	return lookPathIn(path + ":/usr/local/sbin:/usr/sbin:/sbin")
 }
 
-// lookPathIn finds an executable regular file in a PATH-style list.
+// lookPathIn finds an executable regular file in a PATH-style list (internal/pathlist's
+// one PATH walk: empty and relative entries are skipped).
 func lookPathIn(pathList string) func(name string) (string, error) {
 	return func(name string) (string, error) {
-		for _, dir := range filepath.SplitList(pathList) {
-			if dir == "" || !filepath.IsAbs(dir) {
-				continue
-			}
-			candidate := filepath.Join(dir, name)
-			if info, err := os.Stat(candidate); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
-				return candidate, nil
-			}
+		if found, ok := pathlist.Look(pathList, name, pathlist.IsExecutable); ok {
+			return found, nil
 		}
 		return "", fmt.Errorf("%s not found in %s", name, pathList)
 	}

@@ -215,11 +215,11 @@ func inspect(fsys FileSystem, path string, source Source) Candidate {
 }
 
 // inspectOnPath is inspect for a PATH candidate, which must also sit, as found and as
-// resolved, in a system directory (/usr, /bin, /sbin: never writable in a sandbox) and be
-// root's alone. A bwrap anywhere else on PATH may sit in a project directory a sandbox
-// writes (an activated venv's .venv/bin), where a command could plant one that every
-// later run would execute on the host; as root even a planted file is root's, so only the
-// place tells. The caller's own build is still usable when named (--bwrap,
+// resolved, in a system directory (/usr, /bin, /sbin: never writable in a sandbox). A
+// bwrap anywhere else on PATH may sit in a project directory a sandbox writes (an
+// activated venv's .venv/bin), where a command could plant one that every later run
+// would execute on the host; as root even a planted file is root's, so only the place
+// tells. (Ownership cannot: inside a user namespace root's files show as nobody's.) The caller's own build is still usable when named (--bwrap,
 // BWRAPKIT_BWRAP) or installed (the managed home, which no workdir may enclose).
 func inspectOnPath(fsys FileSystem, path string, systemDirs []string) Candidate {
 	candidate := inspect(fsys, path, SourcePath)
@@ -229,15 +229,6 @@ func inspectOnPath(fsys FileSystem, path string, systemDirs []string) Candidate 
 	if !inSystemDir(path, systemDirs) || !inSystemDir(candidate.Real, systemDirs) {
 		candidate.Usable = false
 		return candidate.refuse(RefusalReplaceable, "is on PATH outside /usr, /bin and /sbin, where a sandboxed command could have planted it; name your own build with --bwrap or BWRAPKIT_BWRAP, or use the managed install")
-	}
-	owned, err := exposure(fsys, path, candidate.Real, 0)
-	switch {
-	case err != nil:
-		candidate.Usable = false
-		return candidate.refuse(RefusalUninspectable, "its directories cannot be inspected: "+err.Error())
-	case owned != "":
-		candidate.Usable = false
-		return candidate.refuse(RefusalReplaceable, "is on PATH but not root's alone: "+owned+"; name your own build with --bwrap or BWRAPKIT_BWRAP, or use the managed install")
 	}
 	return candidate
 }

@@ -115,8 +115,8 @@ func TestFindRefusesReplaceable(t *testing.T) {
 		// on PATH it is not used; named explicitly it is.
 		{name: "the caller's own binary on PATH skipped", query: Query{PATH: "/home/me/bin:/usr/bin"}, want: "/usr/bin/bwrap",
 			refused: "/home/me/bin/bwrap", because: "outside /usr, /bin and /sbin"},
-		{name: "the caller's own binary in a trusted directory, still not root's", query: Query{PATH: "/home/me/bin:/usr/bin", SystemDirs: []string{"/home", "/usr"}},
-			want: "/usr/bin/bwrap", refused: "/home/me/bin/bwrap", because: "not root's alone"},
+		{name: "the caller's own binary in a system directory used", query: Query{PATH: "/home/me/bin:/usr/bin", SystemDirs: []string{"/home", "/usr"}},
+			want: "/home/me/bin/bwrap"},
 		{name: "the caller's binary under sticky /tmp skipped on PATH", query: Query{PATH: "/tmp/me:/usr/bin"}, want: "/usr/bin/bwrap",
 			refused: "/tmp/me/bwrap", because: "outside /usr, /bin and /sbin"},
 		{name: "the caller's own binary named with --bwrap used", query: Query{Flag: "/home/me/bin/bwrap", PATH: "/usr/bin"}, want: "/home/me/bin/bwrap"},

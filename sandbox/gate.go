@@ -89,7 +89,7 @@ func awaitSetup(ctx context.Context, pid int) (*os.File, error) {
 	if err := unix.Stat("/", &host); err != nil {
 		return nil, err
 	}
-	pause := 50 * time.Microsecond
+	pause := 25 * time.Microsecond
 	for {
 		root, done, err := inspectRoot(pid, host)
 		if err != nil || done {
@@ -100,7 +100,7 @@ func awaitSetup(ctx context.Context, pid int) (*os.File, error) {
 			return nil, ctx.Err()
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, 200*time.Microsecond)
+		pause = min(2*pause, 50*time.Microsecond)
 	}
 }
 

@@ -284,6 +284,10 @@ wait:
 	// exit), so a sandbox could outlive bwrap and this call, timeout and all. Whatever
 	// happened, pid 1 is killed now, which ends every process of the pid namespace.
 	child.killAndReap(drainBound)
+	// And what is left of bwrap's process group: if bwrap died between its clone and
+	// telling its child to go on (a capset refused by an outer seccomp filter, say), the
+	// child waits on an eventfd forever, unreported, in bwrap's group.
+	_ = syscall.Kill(-process.Process.Pid, syscall.SIGKILL)
 
 	// The status pipe closes with bwrap and the namespace, so this read is short.
 	select {

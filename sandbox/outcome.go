@@ -20,8 +20,11 @@ type Result struct {
 	Signal   int
 	TimedOut bool
 	// Failure says why the command itself did not run (126, 127); empty otherwise.
-	Failure  CommandFailure
-	Duration time.Duration
+	Failure CommandFailure
+	// GitMovedAside lists what a --git commit run planted that a host git would have
+	// followed, and where AuditGit moved it ("old -> new").
+	GitMovedAside []string
+	Duration      time.Duration
 }
 
 // Reason is why the sandbox could not be built.

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -34,7 +35,7 @@ func TestClassify(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, reason := classify(c.launch)
-			if got != c.want || reason != c.reason {
+			if !reflect.DeepEqual(got, c.want) || reason != c.reason {
 				t.Errorf("classify(%+v) = %+v, %q; want %+v, %q", c.launch, got, reason, c.want, c.reason)
 			}
 		})

@@ -203,6 +203,11 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 		return Policy{}, err
 	}
 	policy.Protect = append(policy.Protect, gitProtected...)
+	if git == GitCommit {
+		if policy.Protect, err = gitCommitEntries(workdir, policy.Protect); err != nil {
+			return Policy{}, err
+		}
+	}
 	if policy.Cwd, err = resolveCwd(workdir, request.Cwd); err != nil {
 		return Policy{}, err
 	}

@@ -40,7 +40,7 @@ func TestRunToolchainFlagsLive(t *testing.T) {
 	}
 	var doc struct {
 		Started      bool
-		ExitCode     int `json:"exit_code"`
+		ExitCode     int    `json:"exit_code"`
 		BwrapVersion string `json:"bwrap_version"`
 		Error        *reportError
 		Policy       struct {

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+)
+
+// gitRepo makes a repository with one commit, and no hooks/ (as some clones have none).
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		livetest.Skip(t, "no git")
+	}
+	repo := livetest.TempDir(t)
+	for _, args := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := hostGit(repo, args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	os.RemoveAll(filepath.Join(repo, ".git", "hooks"))
+	return repo
+}
+
+// hostGit is git as the host runs it, with an identity and nothing of the user's config.
+func hostGit(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command("git", append([]string{"-c", "user.email=t@example.com", "-c", "user.name=t"}, args...)...)
+	cmd.Dir = dir
+	// The ceiling keeps a broken repository from sending git up to an enclosing one.
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir)}
+	return cmd
+}
+
+const gitIdentity = "git -c user.email=t@example.com -c user.name=t"
+
+// TestGitCommitModeLive: commit, stash and checkout -b work with --git commit, and are
+// refused with one bwrapkit line naming the policy and the flag in the default mode.
+func TestGitCommitModeLive(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	environ, _ := attackEnv(t, bwrap)
+	got := binaryRun(t, environ, "run", "--workdir", repo, "--", "sh", "-c", gitIdentity+" commit -q --allow-empty -m refused")
+	if got.status == 0 || strings.Count(got.stderr, "--git commit") != 1 || !strings.Contains(got.stderr, "--git readonly") {
+		t.Errorf("commit in readonly mode: status %d %q", got.status, got.stderr)
+	}
+	os.WriteFile(filepath.Join(repo, "f"), []byte("x"), 0o644)
+	script := gitIdentity + " add f && " + gitIdentity + " commit -q -m inside && echo y >> f && " + gitIdentity + " stash -q && " + gitIdentity + " checkout -q -b feature"
+	got = binaryRun(t, environ, "run", "--git", "commit", "--workdir", repo, "--", "sh", "-c", script)
+	if got.status != 0 {
+		t.Fatalf("commit mode: status %d %q", got.status, got.stderr)
+	}
+	out, _ := hostGit(repo, "log", "--format=%s", "feature").Output()
+	stash, _ := hostGit(repo, "stash", "list").Output()
+	if string(out) != "inside\ninit\n" || len(stash) == 0 {
+		t.Errorf("on the host: log %q, stash %q", out, stash)
+	}
+}
+
+// TestAttackGitCommitModeCannotArmTheHostsGit: a commit-mode command tries every way to
+// make the host's next `git status` run its code: a fsmonitor in the config, a hook, a
+// commondir leading to a config of its own, and a submodule it adds to the index whose
+// gitdir has a fsmonitor. The host git must run none of them.
+func TestAttackGitCommitModeCannotArmTheHostsGit(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	environ, _ := attackEnv(t, bwrap)
+	pwned := filepath.Join(livetest.TempDir(t), "pwned")
+	payload := "touch " + pwned
+	script := strings.Join([]string{
+		`printf '[core]\n\tfsmonitor = ` + payload + `\n' >> .git/config`,
+		`printf '#!/bin/sh\n` + payload + `\n' > .git/hooks/post-checkout; chmod +x .git/hooks/post-checkout`,
+		`mkdir -p evil-common && cp -r .git/objects .git/refs .git/HEAD evil-common/ && printf '[core]\n\tfsmonitor = ` + payload + `\n' > evil-common/config && echo ../evil-common > .git/commondir.tmp`,
+		`git init -q evil && git -C evil config core.fsmonitor "` + payload + `"`,
+		`git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),evil`,
+		`mv .git/commondir.tmp .git/commondir`,
+		`true`,
+	}, "; ")
+	got := binaryRun(t, environ, "run", "--git", "commit", "--workdir", repo, "--", "sh", "-c", script)
+	if got.status != 0 {
+		t.Fatalf("status %d %q", got.status, got.stderr)
+	}
+	if !strings.Contains(got.stderr, "moved aside") {
+		t.Errorf("nothing was moved aside: %q", got.stderr)
+	}
+	for _, args := range [][]string{{"status"}, {"checkout", "-q", "-b", "after"}, {"status", "--ignore-submodules=none"}} {
+		out, err := hostGit(repo, args...).CombinedOutput()
+		t.Logf("host git %v: %v %s", args, err, out)
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatalf("the host's git ran the command's code")
+	}
+	config, _ := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	if strings.Contains(string(config), "fsmonitor") {
+		t.Errorf("the config was changed: %s", config)
+	}
+}

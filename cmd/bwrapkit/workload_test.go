@@ -40,7 +40,7 @@ func policyExample(name string) string {
 // kept for the whole test, so a second run can find its caches warm.
 func workloadEnv(t *testing.T, bwrap string) []string {
 	environ, _ := attackEnv(t, bwrap)
-	return append(environ, "GOPROXY=off", "GOFLAGS=-mod=mod")
+	return environ // bwrapkit clears the rest; no --net: offline
 }
 
 func assertClean(t *testing.T, repo string) {

@@ -208,6 +208,9 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 			return Policy{}, err
 		}
 	}
+	if err := policy.bindWorktreeGitdir(); err != nil {
+		return Policy{}, err
+	}
 	if policy.Cwd, err = resolveCwd(workdir, request.Cwd); err != nil {
 		return Policy{}, err
 	}

@@ -98,3 +98,49 @@ func TestAttackGitCommitModeCannotArmTheHostsGit(t *testing.T) {
 		t.Errorf("the config was changed: %s", config)
 	}
 }
+
+// TestGitWorktreeLive: a linked worktree as the workdir reads its history (its main
+// .git is bound read-only); commit mode there is refused, naming the main worktree.
+func TestGitWorktreeLive(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	worktree := filepath.Join(livetest.TempDir(t), "wt")
+	if out, err := hostGit(repo, "worktree", "add", "-q", worktree).CombinedOutput(); err != nil {
+		t.Fatalf("git worktree add: %v %s", err, out)
+	}
+	environ, _ := attackEnv(t, bwrap)
+	got := binaryRun(t, environ, "run", "--workdir", worktree, "--", "git", "log", "--format=%s")
+	if got.status != 0 || got.stdout != "init\n" {
+		t.Errorf("git log in a worktree: %d %q %q", got.status, got.stdout, got.stderr)
+	}
+	got = binaryRun(t, environ, "run", "--workdir", worktree, "--", "sh", "-c", "echo x >> "+filepath.Join(repo, ".git", "config"))
+	if got.status == 0 {
+		t.Errorf("the main .git was writable from the worktree")
+	}
+	got = binaryRun(t, environ, "run", "--git", "commit", "--workdir", worktree, "--", "true")
+	if got.status != exitUsage || !strings.Contains(got.stderr, "linked worktree") {
+		t.Errorf("commit mode in a worktree: %d %q", got.status, got.stderr)
+	}
+}
+
+// TestAttackPlantedGitfileShowsNoOtherRepository: a workdir without .git can get a
+// gitfile planted; pointing it at another repository's worktree gitdir must not make
+// the next run bind that repository (its gitdir does not lead back to this workdir).
+func TestAttackPlantedGitfileShowsNoOtherRepository(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	secret := gitRepo(t)
+	other := filepath.Join(livetest.TempDir(t), "wt")
+	if out, err := hostGit(secret, "worktree", "add", "-q", other).CombinedOutput(); err != nil {
+		t.Fatalf("git worktree add: %v %s", err, out)
+	}
+	workdir := livetest.TempDir(t)
+	environ, _ := attackEnv(t, bwrap)
+	plant := "echo 'gitdir: " + filepath.Join(secret, ".git", "worktrees", "wt") + "' > .git"
+	if got := binaryRun(t, environ, "run", "--workdir", workdir, "--", "sh", "-c", plant); got.status != 0 {
+		t.Fatalf("planting: %d %q", got.status, got.stderr)
+	}
+	got := binaryRun(t, environ, "run", "--workdir", workdir, "--", "ls", filepath.Join(secret, ".git"))
+	if got.status == 0 {
+		t.Errorf("the other repository's .git is visible: %q", got.stdout)
+	}
+}

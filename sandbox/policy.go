@@ -211,6 +211,9 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 	if err := policy.bindWorktreeGitdir(); err != nil {
 		return Policy{}, err
 	}
+	if err := policy.bindEnclosingGitdir(); err != nil {
+		return Policy{}, err
+	}
 	if git == GitCommit {
 		policy.Env = append(policy.Env, gitIdentityEnv(env)...)
 	}

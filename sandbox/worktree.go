@@ -78,3 +78,59 @@ func (policy *Policy) bindWorktreeGitdir() error {
 	}
 	return nil
 }
+
+// A subdirectory of a repository as the workdir has no .git of its own: git inside looks
+// in the parents and finds nothing. The enclosing repository's .git is bound read-only
+// when it proves to be the workdir's: its index lists a file under the workdir. A .git
+// merely above the workdir (a home directory kept in git, say) is not shown: it may hold
+// anything, and nothing says this project belongs to it.
+
+// enclosingGitDir is the .git directory of the repository the workdir is a tracked part
+// of, or "".
+func enclosingGitDir(workdir string) string {
+	if exists(filepath.Join(workdir, ".git")) {
+		return ""
+	}
+	for dir := filepath.Dir(workdir); dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		gitdir := filepath.Join(dir, ".git")
+		info, err := os.Lstat(gitdir)
+		if err != nil {
+			continue
+		}
+		if !info.IsDir() {
+			return "" // a worktree or submodule further up: not followed
+		}
+		data, err := safefile.ReadFile(filepath.Join(gitdir, "index"), maxIndexSize)
+		if err != nil {
+			return ""
+		}
+		prefix := filepath.ToSlash(strings.TrimPrefix(workdir, dir+"/")) + "/"
+		tracked := false
+		if walkIndex(data, func(name string, _ uint32) bool {
+			tracked = strings.HasPrefix(name, prefix)
+			return !tracked
+		}) != nil || !tracked {
+			return ""
+		}
+		return gitdir
+	}
+	return ""
+}
+
+// bindEnclosingGitdir makes the enclosing repository's .git visible read-only.
+func (policy *Policy) bindEnclosingGitdir() error {
+	gitdir := enclosingGitDir(policy.Workdir)
+	if gitdir == "" {
+		return nil
+	}
+	if policy.Git == GitCommit {
+		return &PolicyError{"--git", "commit", fmt.Sprintf("this workdir is a subdirectory of the repository at %s, whose .git is outside it; commit from the repository's top (--workdir %s)", filepath.Dir(gitdir), filepath.Dir(gitdir))}
+	}
+	if !policy.visible(gitdir) {
+		policy.ReadOnly = append(policy.ReadOnly, gitdir)
+	}
+	// The workdir is a mount of its own inside, its parent bwrap's root: git's search
+	// for .git stops at that boundary unless told to cross it.
+	policy.Env = append(policy.Env, "GIT_DISCOVERY_ACROSS_FILESYSTEM=1")
+	return nil
+}

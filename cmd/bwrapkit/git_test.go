@@ -144,3 +144,38 @@ func TestAttackPlantedGitfileShowsNoOtherRepository(t *testing.T) {
 		t.Errorf("the other repository's .git is visible: %q", got.stdout)
 	}
 }
+
+// TestGitSubdirectoryLive: a tracked subdirectory of a repository as the workdir reads
+// its history (the repository's .git bound read-only, and not writable); an untracked
+// directory under a repository (a home kept in git) does not get that .git shown.
+func TestGitSubdirectoryLive(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	sub := filepath.Join(repo, "pkg")
+	os.Mkdir(sub, 0o755)
+	os.WriteFile(filepath.Join(sub, "f.go"), []byte("package pkg\n"), 0o644)
+	untracked := filepath.Join(repo, "scratch")
+	os.Mkdir(untracked, 0o755)
+	for _, args := range [][]string{{"add", "pkg"}, {"commit", "-q", "-m", "pkg"}} {
+		if out, err := hostGit(repo, args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	environ, _ := attackEnv(t, bwrap)
+	got := binaryRun(t, environ, "run", "--workdir", sub, "--", "git", "log", "--format=%s", "--", ".")
+	if got.status != 0 || got.stdout != "pkg\n" {
+		t.Errorf("git log in a subdirectory: %d %q %q", got.status, got.stdout, got.stderr)
+	}
+	got = binaryRun(t, environ, "run", "--workdir", sub, "--", "sh", "-c", "echo x >> "+filepath.Join(repo, ".git", "config"))
+	if got.status == 0 {
+		t.Errorf("the repository's .git was writable from a subdirectory")
+	}
+	got = binaryRun(t, environ, "run", "--workdir", untracked, "--", "ls", filepath.Join(repo, ".git"))
+	if got.status == 0 {
+		t.Errorf("an untracked directory's run shows the enclosing .git: %q", got.stdout)
+	}
+	got = binaryRun(t, environ, "run", "--git", "commit", "--workdir", sub, "--", "true")
+	if got.status != exitUsage || !strings.Contains(got.stderr, "subdirectory of the repository") {
+		t.Errorf("commit mode in a subdirectory: %d %q", got.status, got.stderr)
+	}
+}

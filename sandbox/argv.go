@@ -87,6 +87,9 @@ func build(bwrapPath string, policy Policy, cmd []string, fds layout) ([]string,
 	}
 	// After the binds: a link's directory may have been made by one of them.
 	for _, link := range policy.Links {
+		if policy.visible(link.Path) {
+			continue // a later bind shows the host's own link there
+		}
 		argv = append(argv, "--symlink", link.Target, link.Path)
 	}
 	// Last of the mounts: anything not bound read-write above now fails with EROFS
@@ -258,8 +261,8 @@ func check(bwrapPath string, policy Policy, cmd []string) error {
 		}
 	}
 	for _, link := range policy.Links {
-		if !isCleanAbs(link.Path) || !isCleanAbs(link.Target) || policy.visible(link.Path) {
-			return &PolicyError{"--ro", link.Path, "a link must be an absolute path not already bound"}
+		if !isCleanAbs(link.Path) || !isCleanAbs(link.Target) {
+			return &PolicyError{"--ro", link.Path, "a link must be an absolute, clean path to an absolute, clean target"}
 		}
 	}
 	switch policy.Git {

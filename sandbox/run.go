@@ -333,7 +333,7 @@ wait:
 		}
 		return Result{}, &UnavailableError{Reason: ReasonUnverified, Bwrap: argv[0], Stderr: observed.stderr, Err: refused}
 	case reason != "":
-		return Result{}, &UnavailableError{Reason: reason, Bwrap: argv[0], Stderr: observed.stderr, Err: waitErr}
+		return Result{}, &UnavailableError{Reason: reason, Bwrap: argv[0], Stderr: observed.stderr, StderrShown: observed.direct, Err: waitErr}
 	}
 	return result, nil
 }

@@ -41,7 +41,10 @@ func binaryRun(t *testing.T, environ []string, args ...string) outcome {
 // attackEnv is a user's environment with the probe cache in a place of the test's.
 func attackEnv(t *testing.T, bwrap string) (environ []string, cache string) {
 	cache = filepath.Join(livetest.TempDir(t), "cache")
-	return []string{"PATH=/usr/bin:/bin", "HOME=" + livetest.TempDir(t), "XDG_CACHE_HOME=" + cache, "BWRAPKIT_BWRAP=" + bwrap}, cache
+	// TMPDIR too: the last fallback of the probe cache and the project HOMEs is
+	// $TMPDIR/bwrapkit-<uid>, and an entry another run left in the real /tmp would be
+	// found there first.
+	return []string{"PATH=/usr/bin:/bin", "HOME=" + livetest.TempDir(t), "XDG_CACHE_HOME=" + cache, "BWRAPKIT_BWRAP=" + bwrap, "TMPDIR=" + livetest.TempDir(t)}, cache
 }
 
 // TestAttackReportPathCannotBeRedirected: the command plants a symlink at the report's

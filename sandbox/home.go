@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/bwrapkit/bwrapkit/internal/environ"
 )
 
@@ -67,37 +69,48 @@ func (e *HomeError) Error() string {
 // projectHome makes (or finds) the workdir's HOME in the first usable root and proves it
 // is a private directory of the caller's: a real directory (never a symlink someone
 // planted at the name), owned by the caller, writable by no one else, as is its parent.
-func projectHome(env []string, workdir string, guard Guard) (string, error) {
+func projectHome(env []string, workdir string, guard Guard) (home string, created bool, err error) {
 	name := projectHomeName(workdir)
 	homeErr := &HomeError{}
 	for _, root := range homeRoots(env) {
 		home := filepath.Join(root, name)
-		if err := makeDirs(root, home); err != nil {
+		created, err := makeDirs(root, home)
+		if err != nil {
 			homeErr.Tried = append(homeErr.Tried, fmt.Sprintf("%s: %v", root, err))
 			continue // cannot be made here (read-only, no permission): the next place
 		}
 		if err := provePrivate(home); err != nil {
 			// It exists but is not the caller's private directory: planted, or opened up.
 			// Never fall back quietly: that is a fact the caller must see.
-			return "", &HomeError{Tried: []string{fmt.Sprintf("%s: %v; remove it (bwrapkit makes it again) or choose --home-dir", home, err)}}
+			return "", false, &HomeError{Tried: []string{fmt.Sprintf("%s: %v; remove it (bwrapkit makes it again) or choose --home-dir", home, err)}}
 		}
 		if err := checkHome("HOME", home, home, workdir, guard); err != nil {
-			return "", err
+			return "", false, err
 		}
-		return home, nil
+		return home, created, nil
 	}
-	return "", homeErr
+	return "", false, homeErr
+}
+
+// releaseHome removes a project HOME this policy made when the run left it empty: a
+// run that keeps no tool state (the doctor's self-tests, each in a fresh workdir) leaves
+// nothing behind. rmdir refuses a directory with anything in it.
+func releaseHome(policy Policy) {
+	if policy.homeCreated {
+		_ = unix.Rmdir(policy.Home)
+	}
 }
 
 // makeDirs creates root (with missing parents) and home in it, each 0700.
-func makeDirs(root, home string) error {
+func makeDirs(root, home string) (created bool, err error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return err
+		return false, err
 	}
-	if err := os.Mkdir(home, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
+	err = os.Mkdir(home, 0o700)
+	if errors.Is(err, os.ErrExist) {
+		return false, nil
 	}
-	return nil
+	return err == nil, err
 }
 
 // provePrivate checks home and its parent are real directories of the caller's that no

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/bwrapkit/bwrapkit/internal/environ"
 )
 
@@ -69,48 +67,37 @@ func (e *HomeError) Error() string {
 // projectHome makes (or finds) the workdir's HOME in the first usable root and proves it
 // is a private directory of the caller's: a real directory (never a symlink someone
 // planted at the name), owned by the caller, writable by no one else, as is its parent.
-func projectHome(env []string, workdir string, guard Guard) (home string, created bool, err error) {
+func projectHome(env []string, workdir string, guard Guard) (string, error) {
 	name := projectHomeName(workdir)
 	homeErr := &HomeError{}
 	for _, root := range homeRoots(env) {
 		home := filepath.Join(root, name)
-		created, err := makeDirs(root, home)
-		if err != nil {
+		if err := makeDirs(root, home); err != nil {
 			homeErr.Tried = append(homeErr.Tried, fmt.Sprintf("%s: %v", root, err))
 			continue // cannot be made here (read-only, no permission): the next place
 		}
 		if err := provePrivate(home); err != nil {
 			// It exists but is not the caller's private directory: planted, or opened up.
 			// Never fall back quietly: that is a fact the caller must see.
-			return "", false, &HomeError{Tried: []string{fmt.Sprintf("%s: %v; remove it (bwrapkit makes it again) or choose --home-dir", home, err)}}
+			return "", &HomeError{Tried: []string{fmt.Sprintf("%s: %v; remove it (bwrapkit makes it again) or choose --home-dir", home, err)}}
 		}
 		if err := checkHome("HOME", home, home, workdir, guard); err != nil {
-			return "", false, err
+			return "", err
 		}
-		return home, created, nil
+		return home, nil
 	}
-	return "", false, homeErr
-}
-
-// releaseHome removes a project HOME this policy made when the run left it empty: a
-// run that keeps no tool state (the doctor's self-tests, each in a fresh workdir) leaves
-// nothing behind. rmdir refuses a directory with anything in it.
-func releaseHome(policy Policy) {
-	if policy.homeCreated {
-		_ = unix.Rmdir(policy.Home)
-	}
+	return "", homeErr
 }
 
 // makeDirs creates root (with missing parents) and home in it, each 0700.
-func makeDirs(root, home string) (created bool, err error) {
+func makeDirs(root, home string) error {
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return false, err
+		return err
 	}
-	err = os.Mkdir(home, 0o700)
-	if errors.Is(err, os.ErrExist) {
-		return false, nil
+	if err := os.Mkdir(home, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
 	}
-	return err == nil, err
+	return nil
 }
 
 // provePrivate checks home and its parent are real directories of the caller's that no

@@ -39,8 +39,6 @@ type Policy struct {
 	// Git is how the workdir's git metadata is bound: GitReadOnly (the zero value) or
 	// GitCommit.
 	Git GitMode
-	// homeCreated: NewPolicy made Home just now; Run removes it again if left empty.
-	homeCreated bool
 	// Protect are paths inside Workdir re-bound read-only; NewPolicy adds .git.
 	Protect []string
 	// Network keeps the host network namespace.
@@ -143,7 +141,7 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 			return Policy{}, err
 		}
 		policy.Home = home
-	} else if policy.Home, policy.homeCreated, err = projectHome(env, workdir, guard); err != nil {
+	} else if policy.Home, err = projectHome(env, workdir, guard); err != nil {
 		return Policy{}, err
 	}
 	for _, path := range request.ReadWrite {

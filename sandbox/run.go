@@ -56,7 +56,6 @@ const (
 // proved the launch; otherwise an *UnavailableError and the command did not run. A
 // cancelled ctx kills the sandbox and returns ctx's error with the partial Result.
 func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result, error) {
-	defer releaseHome(policy)
 	if err := usable(opts.Bwrap); err != nil {
 		return Result{}, err
 	}

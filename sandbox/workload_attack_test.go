@@ -146,28 +146,3 @@ func TestLiveReadWriteBindAndHome(t *testing.T) {
 		}
 	})
 }
-
-// TestLiveEmptyProjectHomeIsNotLeftBehind: a run that keeps no tool state (the doctor's
-// self-tests, each in a fresh workdir) leaves no project HOME behind; one that does keeps
-// it for the next run.
-func TestLiveEmptyProjectHomeIsNotLeftBehind(t *testing.T) {
-	bwrap := livetest.SystemBwrap(t)
-	cache := t.TempDir()
-	s := sandboxRun{bwrap: bwrap, request: Request{Workdir: livetest.TempDir(t)}, env: []string{"XDG_CACHE_HOME=" + cache}}
-	if _, _, stderr, err := s.run(t, "exit", "0"); err != nil {
-		t.Fatalf("%v %s", err, stderr)
-	}
-	if homes, _ := os.ReadDir(filepath.Join(cache, "bwrapkit", homesDirName)); len(homes) != 0 {
-		t.Errorf("an empty project HOME was left: %v", homes)
-	}
-	policy, err := NewPolicy(s.request, s.env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, stdout, _, err := s.run(t, "write", filepath.Join(policy.Home, "state")); err != nil || !strings.Contains(stdout, ": ok") {
-		t.Fatalf("%v %s", err, stdout)
-	}
-	if _, err := os.Stat(filepath.Join(policy.Home, "state")); err != nil {
-		t.Errorf("a project HOME with state was not kept: %v", err)
-	}
-}

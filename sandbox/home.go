@@ -89,8 +89,15 @@ func projectHome(env []string, workdir string, guard Guard) (string, error) {
 	return "", homeErr
 }
 
-// makeDirs creates root (with missing parents) and home in it, each 0700.
+// makeDirs creates root and home in it, each 0700. Of root's ancestors only its base
+// (the cache directory bwrapkit/ lives in: ~/.cache, $XDG_CACHE_HOME, the temp
+// directory) may be made, and only inside a directory that exists: a TMPDIR or
+// XDG_CACHE_HOME naming a missing place (HOME=/nonexistent) must not make it appear.
 func makeDirs(root, home string) error {
+	base := filepath.Dir(filepath.Dir(root))
+	if !isDir(filepath.Dir(base)) {
+		return fmt.Errorf("%s does not exist", filepath.Dir(base))
+	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return err
 	}

@@ -77,6 +77,9 @@ func build(bwrapPath string, policy Policy, cmd []string, fds layout) ([]string,
 		argv = append(argv, "--tmpfs", dir)
 	}
 	argv = append(argv, "--remount-ro", "/dev")
+	if policy.EphemeralHome && policy.Home == "" {
+		argv = append(argv, "--dir", EphemeralHome)
+	}
 
 	for _, bind := range binds(policy) {
 		if fd, ok := fds.sourceFD[bind.path]; ok && policy.Features.Has("bind-fd") && policy.Features.Has("ro-bind-fd") {
@@ -188,7 +191,11 @@ func depth(path string) int {
 // the one list the doctor's env-clear verdict checks against.
 func (policy Policy) Environment() []string {
 	home := policy.Home
-	if home == "" {
+	switch {
+	case home != "":
+	case policy.EphemeralHome:
+		home = EphemeralHome
+	default:
 		home = policy.Workdir
 	}
 	env := []string{"PATH=" + policy.InsidePath(), "HOME=" + home, "TMPDIR=/tmp"}

@@ -25,8 +25,12 @@ type Policy struct {
 	ReadOnly []string
 	// ReadWrite are extra read-write binds at the same path (--rw), refused like Workdir.
 	ReadWrite []string
-	// Home is the command's HOME, bound read-write; empty means HOME is the Workdir.
+	// Home is the command's HOME, bound read-write; empty means HOME is the Workdir,
+	// or EphemeralHome when that is set.
 	Home string
+	// EphemeralHome: HOME is an empty directory in the sandbox's private /tmp, made for
+	// each run (no cache directory on the host could hold the project's).
+	EphemeralHome bool
 	// Path are directories put before DefaultPath in the command's PATH, in order.
 	Path []string
 	// Links are symlinks recreated inside, so an --ro or --path given as a link is
@@ -142,7 +146,11 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 		}
 		policy.Home = home
 	} else if policy.Home, err = projectHome(env, workdir, guard); err != nil {
-		return Policy{}, err
+		var homeErr *HomeError
+		if !errors.As(err, &homeErr) || !homeErr.Unmade {
+			return Policy{}, err
+		}
+		policy.Home, policy.EphemeralHome = "", true
 	}
 	for _, path := range request.ReadWrite {
 		real, err := resolvePath("--rw", path)

@@ -162,3 +162,31 @@ func TestProjectHomeMakesNoMissingPlace(t *testing.T) {
 		t.Errorf("a cache base in an existing directory: %v", err)
 	}
 }
+
+// TestLiveEphemeralHomeWithoutACacheDirectory: a service account with no home and no
+// XDG_CACHE_HOME gets an empty HOME in the sandbox's private /tmp, writable, and nothing
+// of it on the host: not in the workdir, not in TMPDIR.
+func TestLiveEphemeralHomeWithoutACacheDirectory(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		workdir, tmpdir := livetest.TempDir(t), t.TempDir()
+		env := []string{"HOME=/nonexistent-" + filepath.Base(tmpdir), "XDG_CACHE_HOME=", "TMPDIR=" + tmpdir}
+		policy, err := NewPolicy(Request{Workdir: workdir}, env)
+		if err != nil || !policy.EphemeralHome || policy.Home != "" {
+			t.Fatalf("%+v %v", policy.Home, err)
+		}
+		s := sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir}, env: env}
+		_, stdout, stderr, err := s.run(t, "write", filepath.Join(EphemeralHome, "state"))
+		if err != nil || !strings.Contains(stdout, ": ok") {
+			t.Fatalf("writing the ephemeral HOME: %v %s %s", err, stdout, stderr)
+		}
+		_, stdout, _, _ = s.run(t, "env")
+		if !strings.Contains(stdout, "HOME="+EphemeralHome+"\n") {
+			t.Errorf("HOME inside:\n%s", stdout)
+		}
+		for _, dir := range []string{workdir, tmpdir} {
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("%s got %v", dir, entries)
+			}
+		}
+	})
+}

@@ -88,6 +88,12 @@ func projectHome(env []string, workdir string, guard Guard) (string, error) {
 	name := projectHomeName(workdir)
 	homeErr := &HomeError{Unmade: true}
 	for _, root := range homeRoots(env) {
+		if within(resolveExisting(filepath.Dir(root)), workdir) {
+			// A workdir in bwrapkit's own cache (the doctor's self-tests, each in a fresh
+			// directory there) is not a project: it gets the ephemeral HOME.
+			homeErr.Tried = append(homeErr.Tried, fmt.Sprintf("%s: the workdir is inside bwrapkit's own cache", root))
+			return "", homeErr
+		}
 		home := filepath.Join(root, name)
 		if err := makeDirs(root, home); err != nil {
 			homeErr.Tried = append(homeErr.Tried, fmt.Sprintf("%s: %v", root, err))

@@ -190,3 +190,18 @@ func TestLiveEphemeralHomeWithoutACacheDirectory(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkdirInBwrapkitsCacheGetsAnEphemeralHome: the doctor's self-test workdirs live in
+// bwrapkit's cache, a fresh one each run; they must not leave a project HOME each.
+func TestWorkdirInBwrapkitsCacheGetsAnEphemeralHome(t *testing.T) {
+	cache := t.TempDir()
+	workdir := filepath.Join(cache, "bwrapkit", "selftest", "bwrapkit-doctor-1", "work")
+	os.MkdirAll(workdir, 0o755)
+	policy, err := NewPolicy(Request{Workdir: workdir}, []string{"XDG_CACHE_HOME=" + cache})
+	if err != nil || !policy.EphemeralHome || policy.Home != "" {
+		t.Fatalf("%+v %v", policy.Home, err)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "bwrapkit", homesDirName)); err == nil {
+		t.Errorf("a homes directory was made")
+	}
+}

@@ -80,6 +80,10 @@ bench: build test-bwraps
 		-a '["$(CURDIR)/bwrapkit","run","--","/bin/true"]' -b "$$($(CURDIR)/bwrapkit argv --seccomp-file ../filter.bpf -- /bin/true)" && \
 	../benchcmp -rounds 20 -warmup 2 -fd3 ../filter.bpf -unit "launches per doctor" -name-a "bwrapkit doctor" -name-b "one raw bwrap launch" \
 		-a '["$(CURDIR)/bwrapkit","doctor","--output","/dev/null"]' -b "$$($(CURDIR)/bwrapkit argv --seccomp-file ../filter.bpf -- /bin/true)"
+	@echo "== a warm go test of testdata/workloads/gomod, sandboxed against direct (goal: at most 1.05)"
+	@rm -rf $(SCRATCH)/bench-gomod && cp -r testdata/workloads/gomod $(SCRATCH)/bench-gomod && cd $(SCRATCH)/bench-gomod && \
+	GOPROXY=off ../../benchcmp -rounds 20 -warmup 2 -unit "of direct" -name-a "bwrapkit run -- go test ./..." -name-b "go test ./..." \
+		-a '["$(CURDIR)/bwrapkit","run","--path","$(dir $(GO))","--","go","test","./..."]' -b '["$(GO)","test","./..."]'
 
 e2e: build
 	$(GO) test -count=1 -run 'E2E' ./cmd/bwrapkit

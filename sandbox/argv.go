@@ -76,10 +76,10 @@ func build(bwrapPath string, policy Policy, cmd []string, fds layout) ([]string,
 		}
 		argv = append(argv, "--tmpfs", dir)
 	}
-	if policy.TempHome {
-		argv = append(argv, "--dir", tempHome)
-	}
 	argv = append(argv, "--remount-ro", "/dev")
+	if policy.EphemeralHome && policy.Home == "" {
+		argv = append(argv, "--dir", EphemeralHome)
+	}
 
 	for _, bind := range binds(policy) {
 		if fd, ok := fds.sourceFD[bind.path]; ok && policy.Features.Has("bind-fd") && policy.Features.Has("ro-bind-fd") {
@@ -90,6 +90,9 @@ func build(bwrapPath string, policy Policy, cmd []string, fds layout) ([]string,
 	}
 	// After the binds: a link's directory may have been made by one of them.
 	for _, link := range policy.Links {
+		if policy.visible(link.Path) {
+			continue // a later bind shows the host's own link there
+		}
 		argv = append(argv, "--symlink", link.Target, link.Path)
 	}
 	// Last of the mounts: anything not bound read-write above now fails with EROFS
@@ -124,9 +127,6 @@ func appendKernelSurface(argv []string, proc ProcSurface) []string {
 	}
 	return argv
 }
-
-// tempHome is HOME inside when no per-project HOME can be made on the host.
-const tempHome = "/tmp/home"
 
 // PrivateTmpfs are the directories that get a private tmpfs of their own (a fresh copy):
 // writes there succeed inside and never reach the host.
@@ -200,9 +200,10 @@ func depth(path string) int {
 func (policy Policy) Environment() []string {
 	home := policy.Home
 	switch {
-	case policy.TempHome:
-		home = tempHome
-	case home == "":
+	case home != "":
+	case policy.EphemeralHome:
+		home = EphemeralHome
+	default:
 		home = policy.Workdir
 	}
 	env := []string{"PATH=" + policy.InsidePath(), "HOME=" + home, "TMPDIR=/tmp"}
@@ -275,8 +276,8 @@ func check(bwrapPath string, policy Policy, cmd []string) error {
 		}
 	}
 	for _, link := range policy.Links {
-		if !isCleanAbs(link.Path) || !isCleanAbs(link.Target) || policy.visible(link.Path) {
-			return &PolicyError{"--ro", link.Path, "a link must be an absolute path not already bound"}
+		if !isCleanAbs(link.Path) || !isCleanAbs(link.Target) {
+			return &PolicyError{"--ro", link.Path, "a link must be an absolute, clean path to an absolute, clean target"}
 		}
 	}
 	switch policy.Git {

@@ -139,25 +139,36 @@ func indexGitlinks(path string) ([]string, error) {
 	return parseIndexGitlinks(data)
 }
 
-// parseIndexGitlinks is the pure half of indexGitlinks (see git's
-// Documentation/gitformat-index.txt).
+// parseIndexGitlinks is the pure half of indexGitlinks.
 func parseIndexGitlinks(data []byte) ([]string, error) {
+	var gitlinks []string
+	err := walkIndex(data, func(name string, mode uint32) bool {
+		if mode&0o170000 == 0o160000 && !strings.Contains(name, "\x00") {
+			gitlinks = append(gitlinks, name)
+		}
+		return true
+	})
+	return gitlinks, err
+}
+
+// walkIndex calls visit with each entry's path and mode of a git index, versions 2 to 4,
+// until visit returns false (see git's Documentation/gitformat-index.txt).
+func walkIndex(data []byte, visit func(name string, mode uint32) bool) error {
 	if len(data) < 12 || !bytes.Equal(data[:4], []byte("DIRC")) {
-		return nil, errors.New("not a git index")
+		return errors.New("not a git index")
 	}
 	version := binary.BigEndian.Uint32(data[4:8])
 	if version < 2 || version > 4 {
-		return nil, fmt.Errorf("unsupported index version %d", version)
+		return fmt.Errorf("unsupported index version %d", version)
 	}
 	count := binary.BigEndian.Uint32(data[8:12])
 	offset := 12
 	var previous string
-	var gitlinks []string
 	for i := uint32(0); i < count; i++ {
 		// ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each), oid (20), flags (2)
 		const fixed = 62
 		if offset+fixed > len(data) {
-			return nil, errors.New("index truncated")
+			return errors.New("index truncated")
 		}
 		entry := data[offset:]
 		mode := binary.BigEndian.Uint32(entry[24:28])
@@ -167,7 +178,7 @@ func parseIndexGitlinks(data []byte) ([]string, error) {
 			header += 2 // extended flags
 		}
 		if offset+header > len(data) {
-			return nil, errors.New("index truncated")
+			return errors.New("index truncated")
 		}
 		rest := data[offset+header:]
 		var name string
@@ -175,18 +186,18 @@ func parseIndexGitlinks(data []byte) ([]string, error) {
 		if version == 4 {
 			strip, n := binary.Uvarint(rest)
 			if n <= 0 || strip > uint64(len(previous)) {
-				return nil, errors.New("index path prefix corrupt")
+				return errors.New("index path prefix corrupt")
 			}
 			end := bytes.IndexByte(rest[n:], 0)
 			if end < 0 {
-				return nil, errors.New("index path unterminated")
+				return errors.New("index path unterminated")
 			}
 			name = previous[:len(previous)-int(strip)] + string(rest[n:n+end])
 			consumed = header + n + end + 1
 		} else {
 			end := bytes.IndexByte(rest, 0)
 			if end < 0 {
-				return nil, errors.New("index path unterminated")
+				return errors.New("index path unterminated")
 			}
 			name = string(rest[:end])
 			// Entries are padded with 1 to 8 NULs to a multiple of eight bytes.
@@ -194,9 +205,9 @@ func parseIndexGitlinks(data []byte) ([]string, error) {
 		}
 		offset += consumed
 		previous = name
-		if mode&0o170000 == 0o160000 && !strings.Contains(name, "\x00") {
-			gitlinks = append(gitlinks, name)
+		if !visit(name, mode) {
+			return nil
 		}
 	}
-	return gitlinks, nil
+	return nil
 }

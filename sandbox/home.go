@@ -17,25 +17,39 @@ import (
 // keep their caches and configuration there (Go's build and module caches, npm's,
 // pip's), so a run leaves the repository clean, the second run finds its caches warm,
 // and one project's runs never see another's tool state. It lives beside the probe
-// cache, under the same fallbacks (DefaultProber), as
+// cache, in the caller's cache directory:
 //
 //	${XDG_CACHE_HOME:-~/.cache}/bwrapkit/home/<workdir's name>-<sha256 of the resolved workdir>
 //
-// then $XDG_RUNTIME_DIR/bwrapkit/home/..., then /tmp/bwrapkit-<uid>/home/...: a service
-// account without a home keeps warm caches too. It is made 0700 on first use (the one
-// host change a default run makes). Its root (.../bwrapkit/home) is trusted state: no
-// workdir or --rw may enclose it or lie inside it, so no sandbox can reach another
-// project's home, and it never encloses nor lies inside the probe cache (probe-v3 is
-// its sibling; RefuseWritable checks it all the same).
+// (~/.cache only when the home exists: a home is never created). It is made 0700 on
+// first use (the one host change a default run makes). Unlike the probe cache it has no
+// $XDG_RUNTIME_DIR or $TMPDIR fallback: those are small memory file systems or shared
+// temporary space that other programs expect to stay clean (the doctor's contract), and
+// a Go build cache is hundreds of megabytes. Without a cache directory (a service account
+// with HOME=/nonexistent and no XDG_CACHE_HOME) HOME is an empty directory in the
+// sandbox's private /tmp instead: tools work, nothing of theirs reaches the host or the
+// project, and caches start cold each run (set XDG_CACHE_HOME, or --home-dir, to keep
+// them).
+//
+// The homes' root (.../bwrapkit/home) is trusted state: no workdir or --rw may enclose
+// it or lie inside it, so no sandbox can reach another project's home, and it never
+// encloses nor lies inside the probe cache (probe-v3 is its sibling; RefuseWritable
+// checks it all the same).
+
+// EphemeralHome is the command's HOME when no cache directory can hold a project's.
+const EphemeralHome = "/tmp/home"
 
 // homesDirName is the directory under bwrapkit's cache that holds the project homes.
 const homesDirName = "home"
 
 // homeRoots are the directories project homes may live in, in order of preference.
 func homeRoots(env []string) []string {
+	getenv := environ.Getenv(env)
 	var roots []string
-	for _, dir := range defaultProber(env).CacheDirs {
-		roots = append(roots, filepath.Join(filepath.Dir(dir), homesDirName))
+	if cache := getenv("XDG_CACHE_HOME"); filepath.IsAbs(cache) {
+		roots = append(roots, filepath.Join(cache, "bwrapkit", homesDirName))
+	} else if home := getenv("HOME"); filepath.IsAbs(home) && isDir(home) {
+		roots = append(roots, filepath.Join(home, ".cache", "bwrapkit", homesDirName))
 	}
 	return roots
 }
@@ -55,14 +69,12 @@ func projectHomeName(workdir string) string {
 	return strings.TrimLeft(base, ".") + "-" + hex.EncodeToString(sum[:8])
 }
 
-// errNoHomeRoot: no directory exists where a per-project HOME could go (a service account
-// with HOME=/nonexistent and no usable TMPDIR). The run then gets a HOME in its private
-// /tmp instead: never the project, and never a directory made above a missing one.
-var errNoHomeRoot = errors.New("no directory for a per-project HOME")
-
 // HomeError is a per-project HOME that could not be made or trusted.
 type HomeError struct {
 	Tried []string // each root tried and why it was passed over
+	// Unmade: no root could hold it (none, or none could be created), as opposed to
+	// one that exists and is not the caller's private directory.
+	Unmade bool
 }
 
 func (e *HomeError) Error() string {
@@ -74,12 +86,14 @@ func (e *HomeError) Error() string {
 // planted at the name), owned by the caller, writable by no one else, as is its parent.
 func projectHome(env []string, workdir string, guard Guard) (string, error) {
 	name := projectHomeName(workdir)
-	homeErr := &HomeError{}
-	roots := homeRoots(env)
-	if len(roots) == 0 {
-		return "", errNoHomeRoot
-	}
-	for _, root := range roots {
+	homeErr := &HomeError{Unmade: true}
+	for _, root := range homeRoots(env) {
+		if within(resolveExisting(filepath.Dir(root)), workdir) {
+			// A workdir in bwrapkit's own cache (the doctor's self-tests, each in a fresh
+			// directory there) is not a project: it gets the ephemeral HOME.
+			homeErr.Tried = append(homeErr.Tried, fmt.Sprintf("%s: the workdir is inside bwrapkit's own cache", root))
+			return "", homeErr
+		}
 		home := filepath.Join(root, name)
 		if err := makeDirs(root, home); err != nil {
 			homeErr.Tried = append(homeErr.Tried, fmt.Sprintf("%s: %v", root, err))
@@ -98,8 +112,15 @@ func projectHome(env []string, workdir string, guard Guard) (string, error) {
 	return "", homeErr
 }
 
-// makeDirs creates root (with missing parents) and home in it, each 0700.
+// makeDirs creates root and home in it, each 0700. Of root's ancestors only its base
+// (the cache directory bwrapkit/ lives in: ~/.cache or $XDG_CACHE_HOME) may be made,
+// and only inside a directory that exists: an XDG_CACHE_HOME naming a missing place
+// must not make it appear.
 func makeDirs(root, home string) error {
+	base := filepath.Dir(filepath.Dir(root))
+	if !isDir(filepath.Dir(base)) {
+		return fmt.Errorf("%s does not exist", filepath.Dir(base))
+	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return err
 	}

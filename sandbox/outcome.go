@@ -20,8 +20,11 @@ type Result struct {
 	Signal   int
 	TimedOut bool
 	// Failure says why the command itself did not run (126, 127); empty otherwise.
-	Failure  CommandFailure
-	Duration time.Duration
+	Failure CommandFailure
+	// GitMovedAside lists what a --git commit run planted that a host git would have
+	// followed, and where AuditGit moved it ("old -> new").
+	GitMovedAside []string
+	Duration      time.Duration
 }
 
 // Reason is why the sandbox could not be built.
@@ -87,7 +90,7 @@ func (e *UnavailableError) cause() string {
 	case ReasonStartFailed:
 		return fmt.Sprintf("%s could not be started: %v", e.Bwrap, e.Err)
 	case ReasonSetupFailed:
-		if e.StderrShown && e.Stderr != "" {
+		if e.StderrShown {
 			return fmt.Sprintf("%s failed while building the sandbox (its message is above)", e.Bwrap)
 		}
 		return fmt.Sprintf("%s failed while building the sandbox: %s", e.Bwrap, orNothing(lastLine(e.Stderr)))
@@ -152,13 +155,8 @@ type launch struct {
 // bwrap's status stream into "the command ran" or "the sandbox was not built".
 func classify(l launch) (Result, Reason) {
 	switch {
-	case l.childPID == 0:
-		if l.bwrapStatus != 0 && strings.Contains(l.stderr, "bwrap:") {
-			return Result{}, ReasonSetupFailed
-		}
-		return Result{}, ReasonNoLaunchProof
-	case l.withheld:
-		if l.bwrapStatus != 0 && strings.Contains(l.stderr, "bwrap:") {
+	case l.childPID == 0, l.withheld:
+		if l.bwrapStatus != 0 && l.bwrapSaidError() {
 			return Result{}, ReasonSetupFailed
 		}
 		return Result{}, ReasonNoLaunchProof
@@ -187,6 +185,13 @@ func classify(l launch) (Result, Reason) {
 		return Result{}, ReasonNoLaunchProof
 	}
 	return Result{}, ReasonSetupFailed
+}
+
+// bwrapSaidError: bwrap printed its own error. With stderr handed directly it cannot be
+// read, and bwrap's own exit status 1 (die_with_error) stands for it: the binary already
+// passed the capability probe, so it is a bwrap, not an impostor exiting non-zero.
+func (l launch) bwrapSaidError() bool {
+	return strings.Contains(l.stderr, "bwrap:") || (l.direct && l.bwrapStatus > 0)
 }
 
 func exited(code int) Result {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -20,7 +21,9 @@ func TestClassify(t *testing.T) {
 		// filter, so only the exec was left, and whether the command is inside decides.
 		{"direct: not found inside", launch{childPID: 9, bwrapStatus: 1, direct: true}, Result{Started: true, ExitCode: 127, Failure: CommandNotFound}, ""},
 		{"direct: found but not executable", launch{childPID: 9, bwrapStatus: 1, direct: true, commandFound: true}, Result{Started: true, ExitCode: 126, Failure: CommandNotExecutable}, ""},
-		{"direct: filter withheld is setup", launch{childPID: 9, bwrapStatus: 1, direct: true, withheld: true}, Result{}, ReasonNoLaunchProof},
+		{"direct: setup failed before child-pid", launch{bwrapStatus: 1, direct: true}, Result{}, ReasonSetupFailed},
+		{"direct: setup failed in the child", launch{childPID: 9, bwrapStatus: 1, direct: true, withheld: true}, Result{}, ReasonSetupFailed},
+		{"direct: killed before child-pid", launch{bwrapStatus: -1, direct: true}, Result{}, ReasonNoLaunchProof},
 		{"direct: exit reported wins", launch{childPID: 9, exitReported: true, exitCode: 3, direct: true}, Result{Started: true, ExitCode: 3}, ""},
 		{"setup failed in the child", launch{childPID: 9, bwrapStatus: 1, stderr: "bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n"}, Result{}, ReasonSetupFailed},
 		{"uid map refused (AppArmor)", launch{childPID: 9, bwrapStatus: 1, stderr: "bwrap: setting up uid map: Permission denied\n"}, Result{}, ReasonSetupFailed},
@@ -34,7 +37,7 @@ func TestClassify(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, reason := classify(c.launch)
-			if got != c.want || reason != c.reason {
+			if !reflect.DeepEqual(got, c.want) || reason != c.reason {
 				t.Errorf("classify(%+v) = %+v, %q; want %+v, %q", c.launch, got, reason, c.want, c.reason)
 			}
 		})
@@ -48,5 +51,19 @@ func TestUnavailableMessagesNameCauseAndNextStep(t *testing.T) {
 		if want := "next: "; !strings.Contains(message, want) || !strings.Contains(message, "did not run") {
 			t.Errorf("%s: %q", reason, message)
 		}
+	}
+}
+
+// TestSetupFailureMessageOnce: when bwrap's stderr already reached the user, the 125
+// message points at it instead of repeating it.
+func TestSetupFailureMessageOnce(t *testing.T) {
+	line := "bwrap: setting up uid map: Permission denied"
+	err := &UnavailableError{Reason: ReasonSetupFailed, Bwrap: "/usr/bin/bwrap", Stderr: line + "\n"}
+	if !strings.Contains(err.Message(), line) {
+		t.Errorf("unshown stderr: the message must carry bwrap's line: %s", err.Message())
+	}
+	err.StderrShown = true
+	if strings.Contains(err.Message(), line) || !strings.Contains(err.Message(), "its message is above") {
+		t.Errorf("shown stderr repeated: %s", err.Message())
 	}
 }

@@ -26,12 +26,12 @@ type Policy struct {
 	ReadOnly []string
 	// ReadWrite are extra read-write binds at the same path (--rw), refused like Workdir.
 	ReadWrite []string
-	// Home is the command's HOME, bound read-write; empty means HOME is the Workdir, or
-	// with TempHome a directory in the sandbox's private /tmp.
+	// Home is the command's HOME, bound read-write; empty means HOME is the Workdir,
+	// or EphemeralHome when that is set.
 	Home string
-	// TempHome: no place for a per-project HOME exists (no cache directory, HOME
-	// nonexistent, no usable TMPDIR), so HOME is /tmp/home inside, gone with the run.
-	TempHome bool
+	// EphemeralHome: HOME is an empty directory in the sandbox's private /tmp, made for
+	// each run (no cache directory on the host could hold the project's).
+	EphemeralHome bool
 	// Path are directories put before DefaultPath in the command's PATH, in order.
 	Path []string
 	// Links are symlinks recreated inside, so an --ro or --path given as a link is
@@ -151,10 +151,12 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 			return Policy{}, err
 		}
 		policy.Home = home
-	} else if policy.Home, err = projectHome(env, workdir, guard); errors.Is(err, errNoHomeRoot) {
-		policy.Home, policy.TempHome = "", true
-	} else if err != nil {
-		return Policy{}, err
+	} else if policy.Home, err = projectHome(env, workdir, guard); err != nil {
+		var homeErr *HomeError
+		if !errors.As(err, &homeErr) || !homeErr.Unmade {
+			return Policy{}, err
+		}
+		policy.Home, policy.EphemeralHome = "", true
 	}
 	for _, path := range request.ReadWrite {
 		real, err := resolvePath("--rw", path)
@@ -218,6 +220,20 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 		return Policy{}, err
 	}
 	policy.Protect = append(policy.Protect, gitProtected...)
+	if git == GitCommit {
+		if policy.Protect, err = gitCommitEntries(workdir, policy.Protect); err != nil {
+			return Policy{}, err
+		}
+	}
+	if err := policy.bindWorktreeGitdir(); err != nil {
+		return Policy{}, err
+	}
+	if err := policy.bindEnclosingGitdir(); err != nil {
+		return Policy{}, err
+	}
+	if git == GitCommit {
+		policy.Env = append(policy.Env, gitIdentityEnv(env)...)
+	}
 	if policy.Cwd, err = resolveCwd(workdir, request.Cwd); err != nil {
 		return Policy{}, err
 	}

@@ -89,8 +89,24 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 	}
 	defer plan.close()
 	plan.program = program
-	return start(ctx, plan, opts)
+	result, err := start(ctx, plan, opts)
+	if result.Started {
+		// The sandbox is gone (its pid namespace ended with it): nothing races this.
+		moved, auditErr := AuditGit(policy)
+		result.GitMovedAside = moved
+		if auditErr != nil && err == nil {
+			err = &GitAuditError{Err: auditErr}
+		}
+	}
+	return result, err
 }
+
+// GitAuditError is a commit-mode run after which bwrapkit could not prove the git
+// metadata safe for a host git; the command ran and Result holds its status.
+type GitAuditError struct{ Err error }
+
+func (e *GitAuditError) Error() string { return "--git commit: " + e.Err.Error() }
+func (e *GitAuditError) Unwrap() error { return e.Err }
 
 const (
 	// Descriptors bwrap inherits: the status pipe, the filter pipe, then bind sources.
@@ -325,7 +341,7 @@ wait:
 		}
 		return Result{}, &UnavailableError{Reason: ReasonUnverified, Bwrap: argv[0], Stderr: observed.stderr, Err: refused}
 	case reason != "":
-		return Result{}, &UnavailableError{Reason: reason, Bwrap: argv[0], Stderr: observed.stderr, Err: waitErr}
+		return Result{}, &UnavailableError{Reason: reason, Bwrap: argv[0], Stderr: observed.stderr, StderrShown: observed.direct, Err: waitErr}
 	}
 	return result, nil
 }

@@ -146,3 +146,62 @@ func TestLiveReadWriteBindAndHome(t *testing.T) {
 		}
 	})
 }
+
+// TestProjectHomeMakesNoMissingPlace: a TMPDIR or XDG_CACHE_HOME under a directory that
+// does not exist (HOME=/nonexistent, a service account) is passed over, never created.
+func TestProjectHomeMakesNoMissingPlace(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nonexistent")
+	if err := makeDirs(filepath.Join(missing, "tmp", "bwrapkit", homesDirName), filepath.Join(missing, "tmp", "bwrapkit", homesDirName, "p-0")); err == nil {
+		t.Errorf("a home was made under a missing directory")
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("%s was created", missing)
+	}
+	cache := filepath.Join(t.TempDir(), "cache") // the base itself may be made
+	if err := makeDirs(filepath.Join(cache, "bwrapkit", homesDirName), filepath.Join(cache, "bwrapkit", homesDirName, "p-0")); err != nil {
+		t.Errorf("a cache base in an existing directory: %v", err)
+	}
+}
+
+// TestLiveEphemeralHomeWithoutACacheDirectory: a service account with no home and no
+// XDG_CACHE_HOME gets an empty HOME in the sandbox's private /tmp, writable, and nothing
+// of it on the host: not in the workdir, not in TMPDIR.
+func TestLiveEphemeralHomeWithoutACacheDirectory(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		workdir, tmpdir := livetest.TempDir(t), t.TempDir()
+		env := []string{"HOME=/nonexistent-" + filepath.Base(tmpdir), "XDG_CACHE_HOME=", "TMPDIR=" + tmpdir}
+		policy, err := NewPolicy(Request{Workdir: workdir}, env)
+		if err != nil || !policy.EphemeralHome || policy.Home != "" {
+			t.Fatalf("%+v %v", policy.Home, err)
+		}
+		s := sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir}, env: env}
+		_, stdout, stderr, err := s.run(t, "write", filepath.Join(EphemeralHome, "state"))
+		if err != nil || !strings.Contains(stdout, ": ok") {
+			t.Fatalf("writing the ephemeral HOME: %v %s %s", err, stdout, stderr)
+		}
+		_, stdout, _, _ = s.run(t, "env")
+		if !strings.Contains(stdout, "HOME="+EphemeralHome+"\n") {
+			t.Errorf("HOME inside:\n%s", stdout)
+		}
+		for _, dir := range []string{workdir, tmpdir} {
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("%s got %v", dir, entries)
+			}
+		}
+	})
+}
+
+// TestWorkdirInBwrapkitsCacheGetsAnEphemeralHome: the doctor's self-test workdirs live in
+// bwrapkit's cache, a fresh one each run; they must not leave a project HOME each.
+func TestWorkdirInBwrapkitsCacheGetsAnEphemeralHome(t *testing.T) {
+	cache := t.TempDir()
+	workdir := filepath.Join(cache, "bwrapkit", "selftest", "bwrapkit-doctor-1", "work")
+	os.MkdirAll(workdir, 0o755)
+	policy, err := NewPolicy(Request{Workdir: workdir}, []string{"XDG_CACHE_HOME=" + cache})
+	if err != nil || !policy.EphemeralHome || policy.Home != "" {
+		t.Fatalf("%+v %v", policy.Home, err)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "bwrapkit", homesDirName)); err == nil {
+		t.Errorf("a homes directory was made")
+	}
+}

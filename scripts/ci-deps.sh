@@ -14,6 +14,8 @@
 #                                    unit's seccomp settings rebuilt from systemd's own tables
 #   iproute2 util-linux              ip; setpriv/unshare for the as-nobody and namespace tests
 #   git make                         repo root lookup, Makefile targets
+#   python3-pytest                   the pytest workload test (run's live workloads; node is
+#                                    used wherever it already is, see the npm note below)
 #   the shellcheck package          make lint checks the scripts with it
 #   gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross libcap-dev:arm64
 #   qemu-user-static                 the arm64 static build (cross) and its --version check
@@ -50,6 +52,7 @@ pkgs=(
   systemd python3-seccomp strace
   iproute2 util-linux
   git make
+  python3-pytest
   shellcheck
 )
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)

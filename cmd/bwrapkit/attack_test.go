@@ -42,7 +42,9 @@ func binaryRun(t *testing.T, environ []string, args ...string) outcome {
 // attackEnv is a user's environment with the probe cache in a place of the test's.
 func attackEnv(t *testing.T, bwrap string) (environ []string, cache string) {
 	cache = filepath.Join(livetest.TempDir(t), "cache")
-	// TMPDIR too: the probe cache's last fallback is $TMPDIR/bwrapkit-<uid>.
+	// TMPDIR too: the last fallback of the probe cache and the project HOMEs is
+	// $TMPDIR/bwrapkit-<uid>, and an entry another run left in the real /tmp would be
+	// found there first.
 	return []string{"PATH=/usr/bin:/bin", "HOME=" + livetest.TempDir(t), "XDG_CACHE_HOME=" + cache, "BWRAPKIT_BWRAP=" + bwrap, "TMPDIR=" + livetest.TempDir(t)}, cache
 }
 

@@ -265,8 +265,15 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	}
 	facts.failure = commandFailureMessage(opts, policy, result)
 	writeReport(opts, report, facts)
+	for _, moved := range result.GitMovedAside {
+		fmt.Fprintf(opts.Err, "bwrapkit: the command planted what a host git would follow into its own config; moved aside: %s\n", moved)
+	}
 	var unavailable *sandbox.UnavailableError
+	var audit *sandbox.GitAuditError
 	switch {
+	case errors.As(err, &audit):
+		fmt.Fprintf(opts.Err, "bwrapkit: %v\n", audit)
+		return exitError{result.ExitCode}
 	case facts.interrupted != 0:
 		return exitError{facts.interrupted}
 	case errors.As(err, &unavailable):
@@ -278,6 +285,8 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		fmt.Fprintf(opts.Err, "bwrapkit: timed out after %v; every process of the sandbox was killed\n", opts.timeout)
 	case facts.failure != "":
 		fmt.Fprintf(opts.Err, "bwrapkit: %s\n", facts.failure)
+	case result.ExitCode != 0 && policy.Git != sandbox.GitCommit && isGit(opts.command) && hasGitDir(policy.Workdir):
+		fmt.Fprintln(opts.Err, "bwrapkit: .git is read-only in this sandbox (--git readonly, the default): a git command that writes (commit, stash, checkout -b, fetch) fails; --git commit lets it commit while hooks and config stay read-only")
 	}
 	return exitError{result.ExitCode}
 }
@@ -430,4 +439,22 @@ func writeReport(opts *runOptions, target *reportTarget, facts runFacts) {
 		// The command's status stays the exit status; the missing report is said loudly.
 		fmt.Fprintf(opts.Err, "bwrapkit: could not write --report %s: %v\n", opts.report, err)
 	}
+}
+
+// isGit: the command runs git: git itself, or a word "git" in its arguments (sh -c
+// "git commit ..."). Only a hint depends on it.
+func isGit(command []string) bool {
+	for _, arg := range command {
+		for _, word := range strings.Fields(arg) {
+			if filepath.Base(word) == "git" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasGitDir(workdir string) bool {
+	_, err := os.Lstat(filepath.Join(workdir, ".git"))
+	return err == nil
 }

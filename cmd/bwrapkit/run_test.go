@@ -167,8 +167,8 @@ func TestRunFailsClosedWith125(t *testing.T) {
 		{"true as bwrap", []string{"--bwrap", "/bin/true"}, nil, "does not behave like bwrap"},
 		{"false as bwrap", []string{"--bwrap", "/bin/false"}, nil, "does not behave like bwrap"},
 		{"missing explicit path", []string{"--bwrap", "/no/such/bwrap"}, nil, "bwrapkit install"},
-		{"not executable via env", nil, []string{"PATH=/usr/bin:/bin", "BWRAPKIT_BWRAP=" + notExecutable}, "not executable"},
-		{"no bwrap anywhere", []string{"--home", emptyHome}, []string{"PATH=" + t.TempDir()}, "bwrapkit install"},
+		{"not executable via env", nil, []string{"PATH=/usr/bin:/bin", "XDG_CACHE_HOME=" + t.TempDir(), "BWRAPKIT_BWRAP=" + notExecutable}, "not executable"},
+		{"no bwrap anywhere", []string{"--home", emptyHome}, []string{"PATH=" + t.TempDir(), "XDG_CACHE_HOME=" + t.TempDir()}, "bwrapkit install"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

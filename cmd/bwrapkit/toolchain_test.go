@@ -65,6 +65,18 @@ func TestRunToolchainFlagsLive(t *testing.T) {
 		t.Errorf("--ro of a symlink: status %d %q %q", got.status, got.stdout, got.stderr)
 	}
 
+	// --path of a symlink (a versioned toolchain's "current" link): the link is on the
+	// inside PATH and leads to the bound directory.
+	tools := livetest.TempDir(t)
+	os.Mkdir(filepath.Join(tools, "v1"), 0o755)
+	os.WriteFile(filepath.Join(tools, "v1", "hello-tool"), []byte("#!/bin/sh\necho hello from v1\n"), 0o755)
+	os.Symlink("v1", filepath.Join(tools, "current"))
+	current := filepath.Join(tools, "current")
+	got = binaryRun(t, environ, "run", "--workdir", workdir, "--path", current, "--", "sh", "-c", `echo "$PATH"; test -L `+current+` && hello-tool`)
+	if got.status != 0 || got.stdout != current+":/usr/local/bin:/usr/bin:/bin\nhello from v1\n" {
+		t.Errorf("--path of a symlink: status %d %q %q", got.status, got.stdout, got.stderr)
+	}
+
 	got = binaryRun(t, environ, "run", "--workdir", workdir, "--", "env")
 	for _, entry := range []string{"CI=true", "NO_COLOR=1", "FORCE_COLOR=3", "COLORTERM=truecolor", "TERM=xterm-256color", "USER=", "LOGNAME="} {
 		if !strings.Contains(got.stdout, "\n"+entry) {

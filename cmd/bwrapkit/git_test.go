@@ -1,0 +1,181 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+)
+
+// gitRepo makes a repository with one commit, and no hooks/ (as some clones have none).
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		livetest.Skip(t, "no git")
+	}
+	repo := livetest.TempDir(t)
+	for _, args := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := hostGit(repo, args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	os.RemoveAll(filepath.Join(repo, ".git", "hooks"))
+	return repo
+}
+
+// hostGit is git as the host runs it, with an identity and nothing of the user's config.
+func hostGit(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command("git", append([]string{"-c", "user.email=t@example.com", "-c", "user.name=t"}, args...)...)
+	cmd.Dir = dir
+	// The ceiling keeps a broken repository from sending git up to an enclosing one.
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir)}
+	return cmd
+}
+
+const gitIdentity = "git -c user.email=t@example.com -c user.name=t"
+
+// TestGitCommitModeLive: commit, stash and checkout -b work with --git commit, and are
+// refused with one bwrapkit line naming the policy and the flag in the default mode.
+func TestGitCommitModeLive(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	environ, _ := attackEnv(t, bwrap)
+	got := binaryRun(t, environ, "run", "--workdir", repo, "--", "sh", "-c", gitIdentity+" commit -q --allow-empty -m refused")
+	if got.status == 0 || strings.Count(got.stderr, "--git commit") != 1 || !strings.Contains(got.stderr, "--git readonly") {
+		t.Errorf("commit in readonly mode: status %d %q", got.status, got.stderr)
+	}
+	os.WriteFile(filepath.Join(repo, "f"), []byte("x"), 0o644)
+	script := gitIdentity + " add f && " + gitIdentity + " commit -q -m inside && echo y >> f && " + gitIdentity + " stash -q && " + gitIdentity + " checkout -q -b feature"
+	got = binaryRun(t, environ, "run", "--git", "commit", "--workdir", repo, "--", "sh", "-c", script)
+	if got.status != 0 {
+		t.Fatalf("commit mode: status %d %q", got.status, got.stderr)
+	}
+	out, _ := hostGit(repo, "log", "--format=%s", "feature").Output()
+	stash, _ := hostGit(repo, "stash", "list").Output()
+	if string(out) != "inside\ninit\n" || len(stash) == 0 {
+		t.Errorf("on the host: log %q, stash %q", out, stash)
+	}
+}
+
+// TestAttackGitCommitModeCannotArmTheHostsGit: a commit-mode command tries every way to
+// make the host's next `git status` run its code: a fsmonitor in the config, a hook, a
+// commondir leading to a config of its own, and a submodule it adds to the index whose
+// gitdir has a fsmonitor. The host git must run none of them.
+func TestAttackGitCommitModeCannotArmTheHostsGit(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	environ, _ := attackEnv(t, bwrap)
+	pwned := filepath.Join(livetest.TempDir(t), "pwned")
+	payload := "touch " + pwned
+	script := strings.Join([]string{
+		`printf '[core]\n\tfsmonitor = ` + payload + `\n' >> .git/config`,
+		`printf '#!/bin/sh\n` + payload + `\n' > .git/hooks/post-checkout; chmod +x .git/hooks/post-checkout`,
+		`mkdir -p evil-common && cp -r .git/objects .git/refs .git/HEAD evil-common/ && printf '[core]\n\tfsmonitor = ` + payload + `\n' > evil-common/config && echo ../evil-common > .git/commondir.tmp`,
+		`git init -q evil && git -C evil config core.fsmonitor "` + payload + `"`,
+		`git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),evil`,
+		`mv .git/commondir.tmp .git/commondir`,
+		`true`,
+	}, "; ")
+	got := binaryRun(t, environ, "run", "--git", "commit", "--workdir", repo, "--", "sh", "-c", script)
+	if got.status != 0 {
+		t.Fatalf("status %d %q", got.status, got.stderr)
+	}
+	if !strings.Contains(got.stderr, "moved aside") {
+		t.Errorf("nothing was moved aside: %q", got.stderr)
+	}
+	for _, args := range [][]string{{"status"}, {"checkout", "-q", "-b", "after"}, {"status", "--ignore-submodules=none"}} {
+		out, err := hostGit(repo, args...).CombinedOutput()
+		t.Logf("host git %v: %v %s", args, err, out)
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatalf("the host's git ran the command's code")
+	}
+	config, _ := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	if strings.Contains(string(config), "fsmonitor") {
+		t.Errorf("the config was changed: %s", config)
+	}
+}
+
+// TestGitWorktreeLive: a linked worktree as the workdir reads its history (its main
+// .git is bound read-only); commit mode there is refused, naming the main worktree.
+func TestGitWorktreeLive(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	worktree := filepath.Join(livetest.TempDir(t), "wt")
+	if out, err := hostGit(repo, "worktree", "add", "-q", worktree).CombinedOutput(); err != nil {
+		t.Fatalf("git worktree add: %v %s", err, out)
+	}
+	environ, _ := attackEnv(t, bwrap)
+	got := binaryRun(t, environ, "run", "--workdir", worktree, "--", "git", "log", "--format=%s")
+	if got.status != 0 || got.stdout != "init\n" {
+		t.Errorf("git log in a worktree: %d %q %q", got.status, got.stdout, got.stderr)
+	}
+	got = binaryRun(t, environ, "run", "--workdir", worktree, "--", "sh", "-c", "echo x >> "+filepath.Join(repo, ".git", "config"))
+	if got.status == 0 {
+		t.Errorf("the main .git was writable from the worktree")
+	}
+	got = binaryRun(t, environ, "run", "--git", "commit", "--workdir", worktree, "--", "true")
+	if got.status != exitUsage || !strings.Contains(got.stderr, "linked worktree") {
+		t.Errorf("commit mode in a worktree: %d %q", got.status, got.stderr)
+	}
+}
+
+// TestAttackPlantedGitfileShowsNoOtherRepository: a workdir without .git can get a
+// gitfile planted; pointing it at another repository's worktree gitdir must not make
+// the next run bind that repository (its gitdir does not lead back to this workdir).
+func TestAttackPlantedGitfileShowsNoOtherRepository(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	secret := gitRepo(t)
+	other := filepath.Join(livetest.TempDir(t), "wt")
+	if out, err := hostGit(secret, "worktree", "add", "-q", other).CombinedOutput(); err != nil {
+		t.Fatalf("git worktree add: %v %s", err, out)
+	}
+	workdir := livetest.TempDir(t)
+	environ, _ := attackEnv(t, bwrap)
+	plant := "echo 'gitdir: " + filepath.Join(secret, ".git", "worktrees", "wt") + "' > .git"
+	if got := binaryRun(t, environ, "run", "--workdir", workdir, "--", "sh", "-c", plant); got.status != 0 {
+		t.Fatalf("planting: %d %q", got.status, got.stderr)
+	}
+	got := binaryRun(t, environ, "run", "--workdir", workdir, "--", "ls", filepath.Join(secret, ".git"))
+	if got.status == 0 {
+		t.Errorf("the other repository's .git is visible: %q", got.stdout)
+	}
+}
+
+// TestGitSubdirectoryLive: a tracked subdirectory of a repository as the workdir reads
+// its history (the repository's .git bound read-only, and not writable); an untracked
+// directory under a repository (a home kept in git) does not get that .git shown.
+func TestGitSubdirectoryLive(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	sub := filepath.Join(repo, "pkg")
+	os.Mkdir(sub, 0o755)
+	os.WriteFile(filepath.Join(sub, "f.go"), []byte("package pkg\n"), 0o644)
+	untracked := filepath.Join(repo, "scratch")
+	os.Mkdir(untracked, 0o755)
+	for _, args := range [][]string{{"add", "pkg"}, {"commit", "-q", "-m", "pkg"}} {
+		if out, err := hostGit(repo, args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	environ, _ := attackEnv(t, bwrap)
+	got := binaryRun(t, environ, "run", "--workdir", sub, "--", "git", "log", "--format=%s", "--", ".")
+	if got.status != 0 || got.stdout != "pkg\n" {
+		t.Errorf("git log in a subdirectory: %d %q %q", got.status, got.stdout, got.stderr)
+	}
+	got = binaryRun(t, environ, "run", "--workdir", sub, "--", "sh", "-c", "echo x >> "+filepath.Join(repo, ".git", "config"))
+	if got.status == 0 {
+		t.Errorf("the repository's .git was writable from a subdirectory")
+	}
+	got = binaryRun(t, environ, "run", "--workdir", untracked, "--", "ls", filepath.Join(repo, ".git"))
+	if got.status == 0 {
+		t.Errorf("an untracked directory's run shows the enclosing .git: %q", got.stdout)
+	}
+	got = binaryRun(t, environ, "run", "--git", "commit", "--workdir", sub, "--", "true")
+	if got.status != exitUsage || !strings.Contains(got.stderr, "subdirectory of the repository") {
+		t.Errorf("commit mode in a subdirectory: %d %q", got.status, got.stderr)
+	}
+}

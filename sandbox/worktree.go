@@ -1,0 +1,136 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
+)
+
+// A linked worktree's .git is a file naming its gitdir outside the workdir
+// (<repo>/.git/worktrees/<name>), whose commondir is the main .git: without that bound,
+// git fails inside. It is bound read-only, and only when it proves to be this
+// worktree's: the gitdir's own `gitdir` file must name this workdir's .git. A gitfile a
+// command planted (a workdir without .git can get one) could otherwise point at any
+// repository on the host and have the next run show it.
+
+// maxGitFile bounds the small files git keeps for a worktree.
+const maxGitFile = 4096
+
+// worktreeCommonDir is the main .git of the linked worktree at workdir, resolved, or ""
+// when workdir/.git is not a worktree's gitfile that leads back to it.
+func worktreeCommonDir(workdir string) (string, error) {
+	gitfile := filepath.Join(workdir, ".git")
+	info, err := os.Lstat(gitfile)
+	if err != nil || !info.Mode().IsRegular() {
+		return "", nil
+	}
+	data, err := safefile.ReadFile(gitfile, maxGitFile)
+	if err != nil {
+		return "", nil
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok {
+		return "", nil
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(workdir, target)
+	}
+	gitdir, err := filepath.EvalSymlinks(target)
+	if err != nil {
+		return "", nil
+	}
+	back, err := safefile.ReadFile(filepath.Join(gitdir, "gitdir"), maxGitFile)
+	if err != nil || resolveExisting(filepath.Clean(strings.TrimSpace(string(back)))) != gitfile {
+		return "", nil // not this worktree's gitdir (a submodule's, or planted)
+	}
+	common, err := safefile.ReadFile(filepath.Join(gitdir, "commondir"), maxGitFile)
+	if err != nil {
+		return "", nil
+	}
+	commonDir := strings.TrimSpace(string(common))
+	if !filepath.IsAbs(commonDir) {
+		commonDir = filepath.Join(gitdir, commonDir)
+	}
+	real, err := filepath.EvalSymlinks(commonDir)
+	if err != nil || !within(real, gitdir) || real == gitdir {
+		return "", nil
+	}
+	return real, nil
+}
+
+// bindWorktreeGitdir makes a linked worktree's main .git visible read-only.
+func (policy *Policy) bindWorktreeGitdir() error {
+	common, err := worktreeCommonDir(policy.Workdir)
+	if err != nil || common == "" {
+		return err
+	}
+	if policy.Git == GitCommit {
+		return &PolicyError{"--git", "commit", fmt.Sprintf("this workdir is a linked worktree of %s, which is outside it; commit from the main worktree (--workdir %s)", common, filepath.Dir(common))}
+	}
+	if err := RefuseReadOnly("--workdir", policy.Workdir, common); err != nil {
+		return &PolicyError{"--workdir", policy.Workdir, "its worktree's gitdir " + common + " cannot be shown read-only"}
+	}
+	if !policy.visible(common) {
+		policy.ReadOnly = append(policy.ReadOnly, common)
+	}
+	return nil
+}
+
+// A subdirectory of a repository as the workdir has no .git of its own: git inside looks
+// in the parents and finds nothing. The enclosing repository's .git is bound read-only
+// when it proves to be the workdir's: its index lists a file under the workdir. A .git
+// merely above the workdir (a home directory kept in git, say) is not shown: it may hold
+// anything, and nothing says this project belongs to it.
+
+// enclosingGitDir is the .git directory of the repository the workdir is a tracked part
+// of, or "".
+func enclosingGitDir(workdir string) string {
+	if exists(filepath.Join(workdir, ".git")) {
+		return ""
+	}
+	for dir := filepath.Dir(workdir); dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		gitdir := filepath.Join(dir, ".git")
+		info, err := os.Lstat(gitdir)
+		if err != nil {
+			continue
+		}
+		if !info.IsDir() {
+			return "" // a worktree or submodule further up: not followed
+		}
+		data, err := safefile.ReadFile(filepath.Join(gitdir, "index"), maxIndexSize)
+		if err != nil {
+			return ""
+		}
+		prefix := filepath.ToSlash(strings.TrimPrefix(workdir, dir+"/")) + "/"
+		tracked := false
+		if walkIndex(data, func(name string, _ uint32) bool {
+			tracked = strings.HasPrefix(name, prefix)
+			return !tracked
+		}) != nil || !tracked {
+			return ""
+		}
+		return gitdir
+	}
+	return ""
+}
+
+// bindEnclosingGitdir makes the enclosing repository's .git visible read-only.
+func (policy *Policy) bindEnclosingGitdir() error {
+	gitdir := enclosingGitDir(policy.Workdir)
+	if gitdir == "" {
+		return nil
+	}
+	if policy.Git == GitCommit {
+		return &PolicyError{"--git", "commit", fmt.Sprintf("this workdir is a subdirectory of the repository at %s, whose .git is outside it; commit from the repository's top (--workdir %s)", filepath.Dir(gitdir), filepath.Dir(gitdir))}
+	}
+	if !policy.visible(gitdir) {
+		policy.ReadOnly = append(policy.ReadOnly, gitdir)
+	}
+	// The workdir is a mount of its own inside, its parent bwrap's root: git's search
+	// for .git stops at that boundary unless told to cross it.
+	policy.Env = append(policy.Env, "GIT_DISCOVERY_ACROSS_FILESYSTEM=1")
+	return nil
+}

@@ -1,0 +1,3 @@
+module example.com/workload
+
+go 1.21

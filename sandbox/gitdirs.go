@@ -111,7 +111,7 @@ func submoduleEntry(workdir, rel, dir string) (string, error) {
 // gitfileTarget reads a gitfile ("gitdir: PATH", relative to the file's directory) and
 // returns the clean absolute gitdir it names, or "" when the file names none.
 func gitfileTarget(gitfile string) (string, error) {
-	data, err := safefile.ReadFile(gitfile, 4096)
+	data, err := safefile.ReadFile(gitfile, maxGitFile)
 	if err != nil {
 		return "", fmt.Errorf("cannot read the gitfile %s: %v", gitfile, err)
 	}

@@ -104,7 +104,8 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 		env = os.Environ()
 	}
 	getenv := environ.Getenv(env)
-	guard := Guard{Home: callerHomes(getenv), Trusted: trustedState(request.Trusted, env), Scratch: scratchDirs(env)}
+	cacheDirs := defaultProber(env).CacheDirs // once: each candidate costs a stat or two
+	guard := Guard{Home: callerHomes(getenv), Trusted: trustedState(request.Trusted, cacheDirs), Scratch: scratchDirs(cacheDirs)}
 	// A workdir or --rw path may not reach any project's HOME either.
 	projectGuard := Guard{Home: guard.Home, Trusted: append(slices.Clone(guard.Trusted), resolveAll(homeRoots(env))...), Scratch: guard.Scratch}
 	workdir, err := resolveDir("--workdir", request.Workdir)
@@ -408,8 +409,8 @@ func callerHomes(getenv func(string) string) []string {
 // trustedState resolves bwrapkit's state paths; a path that does not exist yet is kept
 // with its existing prefix resolved, since a workdir must not enclose where it will be
 // created either.
-func trustedState(given []string, env []string) []string {
-	all := append(slices.Clone(given), defaultProber(env).CacheDirs...)
+func trustedState(given, cacheDirs []string) []string {
+	all := append(slices.Clone(given), cacheDirs...)
 	var trusted []string
 	for _, path := range all {
 		if path == "" || !filepath.IsAbs(path) {
@@ -442,9 +443,9 @@ func passwdHome(uid int) string {
 }
 
 // scratchDirs are bwrapkit's own directories under the caller's cache, resolved.
-func scratchDirs(env []string) []string {
+func scratchDirs(cacheDirs []string) []string {
 	var dirs []string
-	for _, probeDir := range defaultProber(env).CacheDirs {
+	for _, probeDir := range cacheDirs {
 		dirs = append(dirs, resolveExisting(filepath.Dir(probeDir))) // <cache>/bwrapkit
 	}
 	return dirs

@@ -27,16 +27,9 @@ func worktreeCommonDir(workdir string) (string, error) {
 	if err != nil || !info.Mode().IsRegular() {
 		return "", nil
 	}
-	data, err := safefile.ReadFile(gitfile, maxGitFile)
-	if err != nil {
+	target, err := gitfileTarget(gitfile)
+	if err != nil || target == "" {
 		return "", nil
-	}
-	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
-	if !ok {
-		return "", nil
-	}
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(workdir, target)
 	}
 	gitdir, err := filepath.EvalSymlinks(target)
 	if err != nil {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/bwrapkit/bwrapkit/doctor/diagnose"
 	"github.com/bwrapkit/bwrapkit/doctor/provenance"
 	"github.com/bwrapkit/bwrapkit/doctor/remedy"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/internal/trust"
 	"github.com/bwrapkit/bwrapkit/locate"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
@@ -22,7 +22,7 @@ func (s *session) checkFound(context.Context) report.Check {
 		check := report.Check{Status: report.StatusFail, Summary: err.Error(), Detail: candidatesDetail(found.Candidates),
 			Remedy: locate.Remedy(err)}
 		var explicit *locate.ExplicitError
-		if !errors.As(err, &explicit) {
+		if !errors.As(err, &explicit) && !locate.OwnerAmbiguous(err) {
 			check.Fix = remedy.InstallFix("")
 		}
 		return check
@@ -81,14 +81,14 @@ func (s *session) checkPermissions(context.Context) report.Check {
 	if binary.Err != nil {
 		return report.Check{Status: report.StatusFail, Summary: "cannot inspect " + path + ": " + binary.Err.Error()}
 	}
-	return permissionsVerdict(path, binary, uint32(os.Geteuid()), s.facts().Sudo())
+	return permissionsVerdict(path, binary, trust.Current(), s.facts().Sudo())
 }
 
 // permissionsVerdict decides over the binary's mode, ownership and linkage. A bwrap that
 // another non-root user could replace fails, as `bwrapkit run` refuses it (locate's
 // ReplaceableBy, the one rule): whoever replaces it owns every later sandbox. A setuid bit
 // warns: it works, and every bwrap bug is then a root exploit.
-func permissionsVerdict(path string, binary binaryFacts, caller uint32, sudo string) report.Check {
+func permissionsVerdict(path string, binary binaryFacts, viewer trust.Viewer, sudo string) report.Check {
 	linkage := "dynamically linked"
 	if binary.Static {
 		linkage = "statically linked"
@@ -101,7 +101,7 @@ func permissionsVerdict(path string, binary binaryFacts, caller uint32, sudo str
 		detail = append(detail, fmt.Sprintf("%v uid %d gid %d %s", entry.Mode, entry.UID, entry.GID, entry.Path))
 	}
 	detail = append(detail, linkage)
-	if writers := locate.ReplaceableBy(binary.Entries, caller); len(writers) > 0 {
+	if writers := locate.ReplaceableBy(binary.Entries, viewer); len(writers) > 0 {
 		return report.Check{Status: report.StatusFail,
 			Summary: "another user could replace the binary, and so own every sandbox (bwrapkit run refuses it): " + strings.Join(writers, "; "),
 			Detail:  strings.Join(detail, "\n"),
@@ -121,7 +121,11 @@ func permissionsVerdict(path string, binary binaryFacts, caller uint32, sudo str
 		}
 		return check
 	}
-	return report.Check{Status: report.StatusOK, Summary: "not setuid, writable by root or its owner only, " + linkage, Detail: strings.Join(detail, "\n")}
+	summary := "not setuid, writable by root or its owner only, " + linkage
+	if notes := trust.Notes(binary.Entries, viewer); len(notes) > 0 {
+		summary = "not setuid, " + linkage + "; " + notes[0]
+	}
+	return report.Check{Status: report.StatusOK, Summary: summary, Detail: strings.Join(detail, "\n")}
 }
 
 func (s *session) checkVersion(ctx context.Context) report.Check {

@@ -30,6 +30,9 @@ type Config struct {
 	// of the caller's environment (the user's cache, then $TMPDIR, /var/tmp, /tmp).
 	TempDir     string
 	ToolVersion string
+	// LaunchBound is how long each sandbox's launch may take before it is tried once more
+	// with twice the bound; default selftest.DefaultLaunchBound (10s).
+	LaunchBound time.Duration
 	// Parallel bounds how many checks run at once; default 2*GOMAXPROCS, at least 4.
 	Parallel int
 	Now      func() time.Time

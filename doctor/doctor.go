@@ -12,7 +12,7 @@ import (
 )
 
 // factIDs are the checks before the self-tests, in report order.
-var factIDs = [...]string{"platform", "bwrap.found", "bwrap.permissions", "bwrap.version", "bwrap.features", "userns", "launch"}
+var factIDs = [...]string{"platform", "bwrap.found", "bwrap.permissions", "bwrap.version", "bwrap.features", "userns", "launch", "homes"}
 
 // IDs returns every check id, in report order.
 func IDs() []string {
@@ -25,7 +25,7 @@ func IDs() []string {
 
 const (
 	factTimeout        = 10 * time.Second // a few stat calls and two bwrap probes of 5s each at most
-	launchCheckTimeout = 20 * time.Second // the launch bound for bwrap, plus the probe
+	launchCheckTimeout = 45 * time.Second // the launch bound for bwrap and its one retry, plus the probe
 )
 
 // specs wires every check to the session, with what it needs: the facts, then the launch,
@@ -39,6 +39,7 @@ func (s *session) specs() []Spec {
 		{ID: "bwrap.features", Needs: []string{"bwrap.version"}, Timeout: factTimeout, Run: s.checkFeatures},
 		{ID: "userns", Needs: []string{"platform"}, Timeout: factTimeout, Run: s.checkUserns},
 		{ID: "launch", Needs: []string{"bwrap.features"}, Timeout: launchCheckTimeout, Run: s.checkLaunch},
+		{ID: "homes", Timeout: factTimeout, Run: s.checkHomes},
 	}
 	for _, test := range selftest.Tests() {
 		specs = append(specs, Spec{ID: test.ID, Needs: []string{"launch"}, Timeout: test.Timeout, Run: s.selftest(test)})
@@ -118,7 +119,15 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 		return report.Report{}, err
 	}
 	s.shared = selftest.NewShared(selectedTests(specs))
+	s.joint = selftest.NewJoint(selectedTests(specs))
 	began := cfg.Now()
+	if makesUserNamespaces(s.host.get().Kind) {
+		// Before any check starts a process: the user-namespace probe maps its ids through
+		// files Go's os/exec opens without close-on-exec, and Go lets forks run at the same
+		// time, so a sandbox launched by a concurrent check inherited one (the fd-isolation
+		// self-test saw /proc/PID/setgroups inside).
+		s.usernsErr.get()
+	}
 	checks := runAll(ctx, specs, cfg.Parallel)
 	s.close()
 	return s.report(checks, began, cfg.Now()), nil

@@ -28,7 +28,32 @@ func TestMain(m *testing.M) {
 	case "doctor":
 		os.Exit(helperDoctor())
 	}
-	os.Exit(m.Run())
+	os.Exit(runWithPrivateCache(m))
+}
+
+// runWithPrivateCache runs the tests with XDG_CACHE_HOME in a directory of their own,
+// removed after: each live doctor makes project HOMEs for its self-tests, and the tests
+// must not leave hundreds of them in the caller's real cache (where every later homes
+// check would count them).
+func runWithPrivateCache(m *testing.M) int {
+	if os.Getenv("XDG_CACHE_HOME") != "" {
+		return m.Run() // the caller chose one
+	}
+	base := os.Getenv(livetest.ScratchEnv)
+	if base == "" {
+		base = filepath.Join(livetest.RepoRoot(), ".cache", "scratch")
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return m.Run()
+	}
+	cache, err := os.MkdirTemp(base, "doctor-cache-")
+	if err != nil {
+		return m.Run()
+	}
+	defer os.RemoveAll(cache)
+	os.Setenv("XDG_CACHE_HOME", cache)
+	defer os.Unsetenv("XDG_CACHE_HOME")
+	return m.Run()
 }
 
 func helperDoctor() int {

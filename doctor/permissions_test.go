@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor/remedy"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/internal/trust"
 	"github.com/bwrapkit/bwrapkit/locate"
 )
 
@@ -22,23 +23,30 @@ func TestPermissionsVerdict(t *testing.T) {
 		entries := append([]locate.PathEntry{{Path: "/usr/bin/bwrap", Mode: mode, UID: uid}}, above...)
 		return binaryFacts{Entries: entries, Setuid: mode&fs.ModeSetuid != 0, Static: true}
 	}
+	unmappedRoot := trust.ViewerFor(0, []trust.IDRange{{Inside: 0, Outside: 1000, Count: 1}}, 65534)
+	rootMapped := trust.ViewerFor(0, []trust.IDRange{{Inside: 0, Outside: 0, Count: 1}}, 65534)
 	for _, tc := range []struct {
 		name   string
 		facts  binaryFacts
-		caller uint32
+		viewer trust.Viewer
 		status report.Status
 		says   string
 	}{
-		{"root's, in root's directories", binary(0o755, 0, parents...), 1000, report.StatusOK, "statically linked"},
-		{"the caller's own install", binary(0o755, 1000, dir("/home/al/bin", 0o755, 1000), dir("/home/al", 0o750, 1000), dir("/", 0o755, 0)), 1000, report.StatusOK, "not setuid"},
-		{"writable by every user", binary(0o777, 0, parents...), 0, report.StatusFail, "/usr/bin/bwrap is writable by every user"},
-		{"in another user's directory", binary(0o755, 0, dir("/home/al/bin", 0o755, 1000), dir("/", 0o755, 0)), 0, report.StatusFail, "owned by uid 1000"},
-		{"a group-writable parent", binary(0o755, 0, dir("/usr/bin", 0o775, 0), dir("/", 0o755, 0)), 0, report.StatusFail, "writable by group"},
-		{"sticky /tmp is no way in", binary(0o755, 0, dir("/tmp/x", 0o755, 0), dir("/tmp", 0o777|fs.ModeSticky, 0), dir("/", 0o755, 0)), 0, report.StatusOK, ""},
-		{"setuid root", binary(0o755|fs.ModeSetuid, 0, parents...), 0, report.StatusWarn, "setuid root"},
+		{"root's, in root's directories", binary(0o755, 0, parents...), trust.Initial(1000), report.StatusOK, "statically linked"},
+		{"the caller's own install", binary(0o755, 1000, dir("/home/al/bin", 0o755, 1000), dir("/home/al", 0o750, 1000), dir("/", 0o755, 0)), trust.Initial(1000), report.StatusOK, "not setuid"},
+		{"writable by every user", binary(0o777, 0, parents...), trust.Initial(0), report.StatusFail, "/usr/bin/bwrap is writable by every user"},
+		{"in another user's directory", binary(0o755, 0, dir("/home/al/bin", 0o755, 1000), dir("/", 0o755, 0)), trust.Initial(0), report.StatusFail, "owned by uid 1000"},
+		{"a group-writable parent", binary(0o755, 0, dir("/usr/bin", 0o775, 0), dir("/", 0o755, 0)), trust.Initial(0), report.StatusFail, "writable by group"},
+		{"sticky /tmp is no way in", binary(0o755, 0, dir("/tmp/x", 0o755, 0), dir("/tmp", 0o777|fs.ModeSticky, 0), dir("/", 0o755, 0)), trust.Initial(0), report.StatusOK, ""},
+		{"setuid root", binary(0o755|fs.ModeSetuid, 0, parents...), trust.Initial(0), report.StatusWarn, "setuid root"},
+		// unshare -U -r as a user: root's files show as the overflow uid, which is not mapped.
+		{"root's, seen from a namespace that does not map root", binary(0o755, 65534, dir("/usr/bin", 0o755, 65534), dir("/usr", 0o755, 65534), dir("/", 0o755, 65534)),
+			unmappedRoot, report.StatusOK, "owned by an unmapped uid (shown as 65534): this process runs in a user namespace that does not map host root"},
+		{"unmapped, but root is mapped: another user's", binary(0o755, 65534, parents...), rootMapped, report.StatusFail, "owned by an unmapped uid"},
+		{"unmapped and world-writable", binary(0o777, 65534, parents...), unmappedRoot, report.StatusFail, "writable by every user"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			check := permissionsVerdict("/usr/bin/bwrap", tc.facts, tc.caller, "sudo ")
+			check := permissionsVerdict("/usr/bin/bwrap", tc.facts, tc.viewer, "sudo ")
 			if check.Status != tc.status || !strings.Contains(check.Summary, tc.says) {
 				t.Errorf("%s %q, want %s saying %q", check.Status, check.Summary, tc.status, tc.says)
 			}

@@ -1,12 +1,12 @@
 package doctor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/internal/capped"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
@@ -23,10 +23,7 @@ type probedBwrap struct {
 	err      error
 }
 
-const (
-	bwrapProbeTimeout = 5 * time.Second // each of --help and --version: an impostor may hang
-	bwrapProbeMax     = 64 << 10        // an impostor may print without end
-)
+const bwrapProbeTimeout = 5 * time.Second // each of --help and --version: an impostor may hang
 
 func probeBwrap(prober sandbox.Prober, path string) probedBwrap {
 	if path == "" {
@@ -52,20 +49,10 @@ func probeBwrap(prober sandbox.Prober, path string) probedBwrap {
 func bwrapOutput(path, arg string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), bwrapProbeTimeout)
 	defer cancel()
-	var out cappedBuffer
+	out := capped.NewHead(cancel) // an impostor may print without end
 	cmd := exec.CommandContext(ctx, path, arg)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	return out.String(), err
-}
-
-// cappedBuffer keeps the first bwrapProbeMax bytes written to it.
-type cappedBuffer struct{ bytes.Buffer }
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	if room := bwrapProbeMax - c.Len(); room > 0 {
-		c.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }

@@ -8,11 +8,14 @@ import (
 	"testing"
 
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
 // TestBwrapHelpRunsOncePerDoctor: a doctor asks the bwrap in use for --help at most once,
 // through the sandbox's prober, and not at all once the probe is cached (a second doctor);
-// an impostor is asked once more each time, for the text its diagnosis quotes. On a real bwrap
+// an impostor is asked once more each time, for the text its diagnosis quotes, and a second
+// doctor asks it again (an impostor is never cached on disk, and there is no process-wide
+// memory: a second doctor in one process costs what it costs as its own). On a real bwrap
 // (behind a wrapper that logs its first argument) and on an impostor.
 func TestBwrapHelpRunsOncePerDoctor(t *testing.T) {
 	system := systemBwrap(t)
@@ -22,7 +25,7 @@ func TestBwrapHelpRunsOncePerDoctor(t *testing.T) {
 		helps      [2]int // --help runs by the first doctor, and by the second
 	}{
 		{"real bwrap", "exec " + system + ` "$@"`, true, [2]int{1, 0}},
-		{"impostor", `echo "usage: not a bwrap at all"`, false, [2]int{2, 1}},
+		{"impostor", `echo "usage: not a bwrap at all"`, false, [2]int{2, 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := liveConfig(t, "")
@@ -30,7 +33,7 @@ func TestBwrapHelpRunsOncePerDoctor(t *testing.T) {
 			log := filepath.Join(dir, "calls")
 			wrapper := filepath.Join(dir, "bwrap")
 			script := "#!/bin/sh\necho \"$1\" >> " + log + "\n" + tc.body + "\n"
-			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+			if err := livetest.WriteProgram(wrapper, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			cfg.Query.Flag = wrapper

@@ -155,13 +155,14 @@ func TestSelectSpecs(t *testing.T) {
 	}
 }
 
-// reportOrder is the order reports print the checks in (SPEC.md's list), pinned here.
+// reportOrder is the order reports print the checks in (the documented list, docs/doctor.md), pinned here.
 var reportOrder = []string{
-	"platform", "bwrap.found", "bwrap.permissions", "bwrap.version", "bwrap.features", "userns", "launch",
+	"platform", "bwrap.found", "bwrap.permissions", "bwrap.version", "bwrap.features", "userns", "launch", "homes",
 	"selftest.launch-proof", "selftest.workdir-write", "selftest.outside-write", "selftest.git-readonly",
-	"selftest.env-clear", "selftest.fd-isolation", "selftest.secrets-hidden", "selftest.network",
+	"selftest.env-clear", "selftest.fd-isolation", "selftest.secrets-hidden", "selftest.network", "selftest.net-allow",
 	"selftest.proc-isolation", "selftest.proc-sys-readonly", "selftest.capabilities", "selftest.setuid-refused",
 	"selftest.seccomp", "selftest.keyring", "selftest.limits", "selftest.timeout-kill", "selftest.nested-userns",
+	"selftest.workdir-vetting",
 }
 
 func TestSpecsMatchIDs(t *testing.T) {

@@ -33,8 +33,10 @@ type session struct {
 	owner     *lazy[owned]
 	scene     *lazy[sceneOrError]
 
-	// shared is the launch the planned self-tests share (set once the checks are selected).
+	// shared is the launch the planned self-tests share (set once the checks are selected),
+	// joint the run net-allow and workdir-vetting share.
 	shared *selftest.Shared
+	joint  *selftest.Joint
 
 	mu       sync.Mutex
 	launched selftest.Launched // set by the launch check, read by the self-tests
@@ -113,7 +115,7 @@ func (s *session) selftestEnv() (*selftest.Env, error) {
 		return nil, err
 	}
 	return &selftest.Env{Bwrap: s.bwrapPath(), Features: features, Probe: s.cfg.Probe,
-		Environ: s.cfg.Environ, Scene: made.scene, Homes: s.homes(), Shared: s.shared}, nil
+		Environ: s.cfg.Environ, Scene: made.scene, Homes: s.homes(), Shared: s.shared, Joint: s.joint, LaunchBound: s.cfg.LaunchBound}, nil
 }
 
 // homes are where a leaked secret would matter: the caller's home ($HOME, as the sandbox's
@@ -156,7 +158,7 @@ func (s *session) facts() diagnose.Facts {
 		Bwrap:  s.bwrapPath(),
 		Setuid: s.binary.get().Setuid,
 	}
-	if host.OS == "linux" && host.Kind != platform.KindWSL1 {
+	if makesUserNamespaces(host.Kind) {
 		facts.UsernsErr = s.usernsErr.get()
 	}
 	if facts.Bwrap != "" {
@@ -169,6 +171,12 @@ func (s *session) close() {
 	if made, ok := s.scene.peek(); ok && made.err == nil {
 		made.scene.Remove()
 	}
+}
+
+// makesUserNamespaces: on these kinds of host the doctor asks the kernel for a user
+// namespace (elsewhere there is no such kernel to ask).
+func makesUserNamespaces(kind string) bool {
+	return kind == platform.KindLinux || kind == platform.KindWSL2
 }
 
 // tryUserNamespace makes a new user namespace as bwrap would, and returns the kernel's

@@ -3,13 +3,13 @@ package doctor
 import (
 	"strings"
 
-	"github.com/Masterminds/semver/v3"
+	"github.com/bwrapkit/bwrapkit/internal/version"
 )
 
 // SafeVersion is the first upstream release with a fix for every advisory below.
 const SafeVersion = "0.12.0"
 
-// Advisory is one security fix in bubblewrap's history (REFERENCE.md).
+// Advisory is one security fix in bubblewrap's history (its release notes and CVE records).
 type Advisory struct {
 	CVE     string
 	What    string
@@ -30,27 +30,18 @@ func Advisories() []Advisory {
 
 // ParseVersion reads the version out of `bwrap --version`, which prints "bubblewrap X.Y.Z".
 // Custom builds print anything ("bubblewrap built for Codex"); those give ok false.
-func ParseVersion(build string) (*semver.Version, bool) {
+func ParseVersion(build string) (version.Version, bool) {
 	text := strings.TrimSpace(build)
 	text = strings.TrimSpace(strings.TrimPrefix(text, "bubblewrap"))
-	// semver's lenient parser takes "1" or "v1.2" too; a version must at least start
-	// with a digit and be one word, or "built for Codex 2" would pass for something.
-	if text == "" || text[0] < '0' || text[0] > '9' || strings.ContainsAny(text, " \t\n") {
-		return nil, false
-	}
-	version, err := semver.NewVersion(text)
-	if err != nil {
-		return nil, false
-	}
-	return version, true
+	return version.Parse(text)
 }
 
 // Unfixed lists the advisories a given upstream version predates. Distributions backport
 // fixes without changing the version, so this says "may be affected", never "is".
-func Unfixed(version *semver.Version) []Advisory {
+func Unfixed(v version.Version) []Advisory {
 	var unfixed []Advisory
 	for _, advisory := range Advisories() {
-		if !version.LessThan(semver.MustParse(advisory.FixedIn)) || backported(version, advisory) {
+		if !v.Less(version.MustParse(advisory.FixedIn)) || backported(v, advisory) {
 			continue
 		}
 		unfixed = append(unfixed, advisory)
@@ -59,10 +50,10 @@ func Unfixed(version *semver.Version) []Advisory {
 }
 
 // backported: a backport to X.Y.Z covers X.Y.Z and later releases of the X.Y branch.
-func backported(version *semver.Version, advisory Advisory) bool {
+func backported(v version.Version, advisory Advisory) bool {
 	for _, fix := range advisory.BackportedIn {
-		fixed := semver.MustParse(fix)
-		if version.Major() == fixed.Major() && version.Minor() == fixed.Minor() && !version.LessThan(fixed) {
+		fixed := version.MustParse(fix)
+		if v.Major == fixed.Major && v.Minor == fixed.Minor && !v.Less(fixed) {
 			return true
 		}
 	}

@@ -5,10 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/Masterminds/semver/v3"
-
 	"github.com/bwrapkit/bwrapkit/doctor/provenance"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/internal/version"
 )
 
 func TestParseVersion(t *testing.T) {
@@ -52,7 +51,7 @@ func TestUnfixed(t *testing.T) {
 		{"0.13.1", ""},
 	} {
 		var cves []string
-		for _, advisory := range Unfixed(semver.MustParse(tc.version)) {
+		for _, advisory := range Unfixed(version.MustParse(tc.version)) {
 			cves = append(cves, advisory.CVE)
 		}
 		if got := strings.Join(cves, " "); got != tc.want {

@@ -134,10 +134,24 @@ func Install(ctx context.Context, opts Options) (Result, error) {
 		opts.Progress.Note("no pinned source could be reached; trying the package manager")
 		result, packageErr := installPackage(ctx, opts)
 		if packageErr != nil {
-			return Result{}, fmt.Errorf("%w; then the package manager: %w", err, packageErr)
+			// The pinned bwrap first: the package manager's is the distribution's own
+			// version (Debian 12's 0.8.0 lacks --overlay and --bind-fd).
+			return Result{}, fmt.Errorf("%w. %s. Or, with the distribution's older bubblewrap: %w", err, PinnedAdvice(opts.Artifact), packageErr)
 		}
+		opts.Progress.Note("installed the distribution's bubblewrap, not the pin. " + PinnedAdvice(opts.Artifact))
 		return result, nil
 	}
 	_, err := ParseMethod(string(opts.Method))
 	return Result{}, err
+}
+
+// PinnedAdvice says how to get the pinned bwrap when none of its sources can be reached
+// from here: fetch one source's file where the network allows, and install from a
+// directory holding it (the pin is the binary's hash, so any copy of the file will do).
+func PinnedAdvice(artifact Artifact) string {
+	if len(artifact.Sources) == 0 {
+		return "To get the pinned bwrap, run `bwrapkit install --mirror DIR` with DIR holding its release file"
+	}
+	source := artifact.Sources[0].URL
+	return fmt.Sprintf("To get the pinned bwrap %s instead: fetch %s where the network reaches it, put it in a directory DIR here, and run `bwrapkit install --mirror DIR` (checked against the pin, no network needed)", artifact.Version, source)
 }

@@ -14,7 +14,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/Masterminds/semver/v3"
+	"github.com/bwrapkit/bwrapkit/internal/version"
 )
 
 // Schema is the manifest schema this package reads.
@@ -134,8 +134,8 @@ func (a Artifact) validate() error {
 	case len(a.Sources) == 0:
 		return errors.New("no sources")
 	}
-	if _, err := semver.StrictNewVersion(a.Version); err != nil {
-		return fmt.Errorf("version %q is not X.Y.Z: %w", a.Version, err)
+	if _, ok := version.Parse(a.Version); !ok {
+		return fmt.Errorf("version %q is not X.Y.Z (three numbers, nothing else)", a.Version)
 	}
 	for i, source := range a.Sources {
 		if err := checkURL(source.URL); err != nil {

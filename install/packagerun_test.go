@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
 // standIn writes an executable shell script named like a package manager into a fresh
@@ -33,7 +35,7 @@ dir=$(dirname "$0")
 } >> "$dir/calls.log"
 env > "$dir/env.log"
 ` + behaviour + "\n"
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+	if err := livetest.WriteProgram(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -236,6 +238,10 @@ func TestAutoFallsBackOnlyWhenUnreachable(t *testing.T) {
 	var fetchErr *FetchError
 	if !errors.As(err, &needRoot) || !errors.As(err, &fetchErr) {
 		t.Errorf("auto without root: %v; want both the sources' and the package manager's reasons", err)
+	}
+	// The advice gets the pin before the distribution's older package.
+	if text := err.Error(); !strings.Contains(text, "--mirror DIR") || strings.Index(text, "--mirror DIR") > strings.Index(text, needRoot.Command) {
+		t.Errorf("auto without root: %q; want the pinned bwrap's way (--mirror DIR) before %q", text, needRoot.Command)
 	}
 
 	wrongDir := standIn(t, "apk", provideBwrap)

@@ -63,7 +63,7 @@ func TestInstallFormats(t *testing.T) {
 			}
 			assertActive(t, home, artifact)
 			assertNoTemp(t, home)
-			found, err := locate.Find(locate.Query{Home: home}, locate.OS{})
+			found, err := locate.Find(locate.Query{Home: home, PATH: "/nonexistent"}, locate.OS{})
 			if err != nil || found.Source != locate.SourceManaged {
 				t.Errorf("locate does not find the managed install: %+v %v", found, err)
 			}
@@ -126,7 +126,7 @@ func TestInstallRepairsTamperedVersion(t *testing.T) {
 	bwrap := loadBwrap(t)
 	home, _ := installedHome(t, bwrap)
 	artifact := bwrap.artifact(Source{URL: writeFile(t, "bwrap", bwrap.data)})
-	if err := os.WriteFile(versionPath(home, artifact), []byte("#!/bin/sh\necho pwned\n"), 0o755); err != nil {
+	if err := livetest.WriteProgram(versionPath(home, artifact), []byte("#!/bin/sh\necho pwned\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if result := mustInstall(t, testOptions(home, artifact)); !result.Changed {

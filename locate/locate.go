@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bwrapkit/bwrapkit/internal/pathlist"
+	"github.com/bwrapkit/bwrapkit/internal/trust"
 )
 
 // Source says where a bwrap was found.
@@ -40,12 +41,18 @@ func (OS) Lstat(name string) (fs.FileInfo, error)   { return os.Lstat(name) }
 func (OS) EvalSymlinks(name string) (string, error) { return filepath.EvalSymlinks(name) }
 func (OS) Getuid() int                              { return os.Getuid() }
 
+// Viewer is what owners mean in this process's user namespace (see package trust).
+func (OS) Viewer() trust.Viewer { return trust.Current() }
+
 // Query is everything the search depends on.
 type Query struct {
 	Flag string // --bwrap
 	Env  string // BWRAPKIT_BWRAP
 	PATH string
 	Home string // bwrapkit home; <Home>/bin/bwrap is the managed install
+	// SystemHome is root's managed install, searched after Home when it is another
+	// directory: one `bwrapkit install` as root serves every user. Judged like any file.
+	SystemHome string
 	// SystemDirs are where a bwrap found on PATH may live (see inspectOnPath); empty means
 	// /usr, /bin and /sbin. Tests name their own.
 	SystemDirs []string
@@ -59,9 +66,12 @@ type Candidate struct {
 	Usable bool   `json:"usable"`
 	Reason string `json:"reason,omitempty"` // why it is not usable, or why it was skipped
 	// Refusal is Reason's kind, for callers that branch on it (never on Reason's text).
-	Refusal Refusal     `json:"-"`
-	Mode    fs.FileMode `json:"-"`
-	UID     uint32      `json:"-"`
+	Refusal Refusal `json:"-"`
+	// Notes are what was accepted on a judgement worth stating (an owner this user
+	// namespace does not map, taken for root's).
+	Notes []string    `json:"notes,omitempty"`
+	Mode  fs.FileMode `json:"-"`
+	UID   uint32      `json:"-"`
 }
 
 // Refusal is why a candidate is not usable.
@@ -75,6 +85,9 @@ const (
 	RefusalNotExecutable Refusal = "not-executable" // a directory, not a regular file, no x bit
 	// RefusalReplaceable: another non-root user could replace the binary (see ReplaceableBy).
 	RefusalReplaceable Refusal = "replaceable"
+	// RefusalAmbiguousOwner: an owner shows as the overflow uid in a namespace that maps it,
+	// so bwrapkit cannot tell the host's root from the namespace's own nobody.
+	RefusalAmbiguousOwner Refusal = "ambiguous-owner"
 )
 
 // refuse marks the candidate unusable for kind, saying reason.
@@ -150,7 +163,7 @@ func Find(q Query, fsys FileSystem) (Result, error) {
 	}
 
 	var candidates []Candidate
-	for _, entry := range pathlist.Entries(q.PATH) {
+	for _, entry := range pathlist.Entries(searchPATH(q.PATH)) {
 		if entry.Skipped != "" {
 			candidates = append(candidates, Candidate{Path: entry.Dir, Source: SourcePath}.refuse(RefusalSkippedEntry, entry.Skipped))
 			continue
@@ -164,6 +177,9 @@ func Find(q Query, fsys FileSystem) (Result, error) {
 	if q.Home != "" {
 		candidates = append(candidates, inspect(fsys, ManagedPath(q.Home), SourceManaged))
 	}
+	if q.SystemHome != "" && filepath.Clean(q.SystemHome) != filepath.Clean(q.Home) {
+		candidates = append(candidates, inspect(fsys, ManagedPath(q.SystemHome), SourceManaged))
+	}
 
 	for _, candidate := range candidates {
 		if candidate.Usable {
@@ -171,6 +187,18 @@ func Find(q Query, fsys FileSystem) (Result, error) {
 		}
 	}
 	return Result{Candidates: candidates}, &NotFoundError{Candidates: candidates}
+}
+
+// DefaultPATH is searched when PATH is unset or empty (env -i, lxc-execute, a cron job's
+// bare environment): what the C library's execvp searches then, /bin and /usr/bin, with
+// /usr/bin first as merged-/usr systems put it.
+const DefaultPATH = "/usr/bin:/bin"
+
+func searchPATH(path string) string {
+	if path == "" {
+		return DefaultPATH
+	}
+	return path
 }
 
 // inspect decides whether path is an executable regular file, following symlinks.
@@ -203,10 +231,13 @@ func inspect(fsys FileSystem, path string, source Source) Candidate {
 	candidate.Real = real
 	// A binary another user can replace runs that user's code with the caller's rights
 	// (as root, on every run): refused, like a missing one.
-	exposed, err := exposure(fsys, path, real, uint32(fsys.Getuid()))
+	exposed, notes, ambiguous, err := exposureOf(fsys, path, real)
+	candidate.Notes = notes
 	switch {
 	case err != nil:
 		return candidate.refuse(RefusalUninspectable, "its directories cannot be inspected: "+err.Error())
+	case ambiguous:
+		return candidate.refuse(RefusalAmbiguousOwner, "its owner cannot be told apart from another user: "+exposed)
 	case exposed != "":
 		return candidate.refuse(RefusalReplaceable, "another user could replace it: "+exposed+" (remove their write access or ownership, or use a bwrap only root can change)")
 	}
@@ -250,19 +281,34 @@ func inSystemDir(path string, dirs []string) bool {
 	return false
 }
 
+// SystemHome is root's default home, where `bwrapkit install` as root puts the bwrap
+// every user's search falls back to.
+const SystemHome = "/usr/local/lib/bwrapkit"
+
 // ManagedPath is where `bwrapkit install` puts the active bwrap.
 func ManagedPath(home string) string { return filepath.Join(home, "bin", "bwrap") }
 
 // Home decides bwrapkit's home: --home, else BWRAPKIT_HOME, else a per-user default
 // (root: /usr/local/lib/bwrapkit; others: ${XDG_DATA_HOME:-~/.local/share}/bwrapkit).
 func Home(flag string, getenv func(string) string, uid int) string {
+	return HomeIn(flag, getenv, trust.Initial(uint32(uid)))
+}
+
+// HomeIn is Home for a caller who reads owners as viewer: "root" is the root that owns the
+// system's files (trust.Viewer.SystemOwner), so uid 0 of a user's `unshare -U -r`, who
+// cannot write /usr/local, gets a user's home, where `bwrapkit install` can work.
+func HomeIn(flag string, getenv func(string) string, viewer trust.Viewer) string {
+	uid := int(viewer.UID)
+	if uid == 0 && !viewer.SystemOwner() {
+		uid = -1
+	}
 	switch {
 	case flag != "":
 		return flag
 	case getenv("BWRAPKIT_HOME") != "":
 		return getenv("BWRAPKIT_HOME")
 	case uid == 0:
-		return "/usr/local/lib/bwrapkit"
+		return SystemHome
 	case getenv("XDG_DATA_HOME") != "":
 		return filepath.Join(getenv("XDG_DATA_HOME"), "bwrapkit")
 	case getenv("HOME") != "":
@@ -273,11 +319,39 @@ func Home(flag string, getenv func(string) string, uid int) string {
 
 // Remedy is the next step for a failed search, in one line.
 func Remedy(err error) string {
+	if OwnerAmbiguous(err) {
+		// Nothing inside can change an owner it cannot map; bwrapkit install would land
+		// in the same unshifted tree.
+		return "this cannot be fixed from inside: on the host, give the container its own files (systemd-nspawn " +
+			"--private-users-ownership=chown or =map with --private-users; container engines shift their images), " +
+			"or bind in a bwrap the container's root owns and name it with --bwrap"
+	}
 	var explicit *ExplicitError
-	if errors.As(err, &explicit) {
+	errors.As(err, &explicit)
+	if explicit != nil {
 		return "point --bwrap or BWRAPKIT_BWRAP at an executable bwrap, or unset it to search PATH"
 	}
 	return "run `bwrapkit install` (or install your distribution's bubblewrap package)"
+}
+
+// OwnerAmbiguous reports whether a failed search refused a bwrap only because its owner
+// cannot be told apart from another user (RefusalAmbiguousOwner): no install fixes that.
+func OwnerAmbiguous(err error) bool {
+	var explicit *ExplicitError
+	var notFound *NotFoundError
+	var candidates []Candidate
+	switch {
+	case errors.As(err, &explicit):
+		candidates = []Candidate{explicit.Candidate}
+	case errors.As(err, &notFound):
+		candidates = notFound.Candidates
+	}
+	for _, candidate := range candidates {
+		if candidate.Refusal == RefusalAmbiguousOwner {
+			return true
+		}
+	}
+	return false
 }
 
 // describe is used in messages: "dir/bwrap (is not executable)".

@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+	"github.com/bwrapkit/bwrapkit/internal/trust"
 )
 
 // fakeFS is a file system of paths, their modes, owners and symlink targets. Every
@@ -117,6 +120,11 @@ func TestFind(t *testing.T) {
 		{name: "explicit missing never falls back", query: Query{Flag: "/nope/bwrap", PATH: "/usr/bin"}, wantErr: &ExplicitError{}},
 		{name: "explicit not executable never falls back", query: Query{Env: "/opt/noexec/bwrap", PATH: "/usr/bin"}, wantErr: &ExplicitError{}},
 		{name: "explicit relative refused", query: Query{Flag: "bwrap", PATH: "/usr/bin"}, wantErr: &ExplicitError{}},
+		{name: "root's install after the user's own", query: Query{PATH: "/opt/noexec", Home: "/empty", SystemHome: "/managed"},
+			wantPath: "/managed/versions/abc/bwrap", wantSource: SourceManaged,
+			considered: []string{"/opt/noexec/bwrap", "/empty/bin/bwrap", "/managed/bin/bwrap"}},
+		{name: "root's install is the home: looked at once", query: Query{PATH: "/opt/noexec", Home: "/empty", SystemHome: "/empty/"}, wantErr: &NotFoundError{},
+			considered: []string{"/opt/noexec/bwrap", "/empty/bin/bwrap"}},
 		{name: "nothing anywhere", query: Query{PATH: "/opt/noexec", Home: "/empty"}, wantErr: &NotFoundError{},
 			considered: []string{"/opt/noexec/bwrap", "/empty/bin/bwrap"}},
 	}
@@ -197,7 +205,7 @@ func TestFindOnRealFiles(t *testing.T) {
 		os.Mkdir(filepath.Join(real, sub), 0o755)
 	}
 	os.WriteFile(filepath.Join(real, "a", "bwrap"), []byte("x"), 0o644)
-	os.WriteFile(filepath.Join(real, "c", "bwrap"), []byte("x"), 0o755)
+	livetest.WriteProgram(filepath.Join(real, "c", "bwrap"), []byte("x"), 0o755)
 	os.Symlink(filepath.Join(real, "c", "bwrap"), filepath.Join(real, "b", "bwrap"))
 	result, err := Find(Query{PATH: filepath.Join(real, "a") + ":" + filepath.Join(real, "b"), SystemDirs: []string{real}}, OS{})
 	if err != nil {
@@ -210,3 +218,34 @@ func TestFindOnRealFiles(t *testing.T) {
 		t.Errorf("non-executable candidate: %+v", result.Candidates[0])
 	}
 }
+
+// TestFindWithoutPATH: an unset or empty PATH (env -i) searches what execvp would, so the
+// system's /usr/bin/bwrap is found, not only the managed install.
+func TestFindWithoutPATH(t *testing.T) {
+	fsys := fakeFS{files: map[string]fs.FileMode{"/usr/bin/bwrap": 0o755}}
+	result, err := Find(Query{PATH: ""}, fsys)
+	if err != nil || result.Path != "/usr/bin/bwrap" || result.Source != SourcePath {
+		t.Fatalf("Find with no PATH: %+v, %v", result, err)
+	}
+}
+
+// TestFindAmbiguousOwner: in a namespace that maps the overflow uid (nspawn
+// --private-users=pick over unshifted files), root's files and the namespace's own nobody's
+// look alike: refused, with a remedy that is not `bwrapkit install`.
+func TestFindAmbiguousOwner(t *testing.T) {
+	nobody := [2]uint32{65534, 65534}
+	fsys := viewingFS{fakeFS{files: map[string]fs.FileMode{"/usr/bin/bwrap": 0o755},
+		owners: map[string][2]uint32{"/usr/bin/bwrap": nobody, "/usr/bin": nobody, "/usr": nobody, "/": nobody}},
+		trust.ViewerFor(0, []trust.IDRange{{Inside: 0, Outside: 1758330880, Count: 65536}}, 65534)}
+	_, err := Find(Query{PATH: "/usr/bin"}, fsys)
+	if !OwnerAmbiguous(err) || strings.Contains(Remedy(err), "bwrapkit install") || !strings.Contains(Remedy(err), "--private-users-ownership") {
+		t.Fatalf("err %v, remedy %q", err, Remedy(err))
+	}
+}
+
+type viewingFS struct {
+	fakeFS
+	viewer trust.Viewer
+}
+
+func (v viewingFS) Viewer() trust.Viewer { return v.viewer }

@@ -1,45 +1,33 @@
 package locate
 
 import (
-	"fmt"
 	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/bwrapkit/bwrapkit/internal/trust"
 )
 
 // PathEntry is one file or directory on the way to a binary, as stat saw it.
-type PathEntry struct {
-	Path string
-	Mode fs.FileMode
-	UID  uint32
-	GID  uint32
+type PathEntry = trust.Entry
+
+// ReplaceableBy lists why someone other than root and the caller could replace the binary
+// whose entries are given (the file, then every directory above it, in any order): the
+// rule of package trust, for a caller who reads owners as viewer does. Empty: only root and
+// the caller can replace it.
+func ReplaceableBy(entries []PathEntry, viewer trust.Viewer) []string {
+	return trust.Replaceable(entries, viewer)
 }
 
-// ReplaceableBy lists why someone other than root and caller could replace the binary
-// whose entries are given (the file, then every directory above it, in any order): a
-// non-root owner who is not the caller (an owner can always chmod), or write access for
-// a group or for everyone. A sticky directory (/tmp) lets others add names but not rename
-// or remove the caller's, so its write bits do not count. Group write counts whatever the
-// group: which users are in it is not the binary's to decide. Empty: only root and the
-// caller can replace it.
-func ReplaceableBy(entries []PathEntry, caller uint32) []string {
-	var findings []string
-	for _, entry := range entries {
-		sticky := entry.Mode.IsDir() && entry.Mode&fs.ModeSticky != 0
-		if entry.UID != 0 && entry.UID != caller {
-			findings = append(findings, fmt.Sprintf("%s is owned by uid %d, neither root nor the caller (uid %d)", entry.Path, entry.UID, caller))
-		}
-		switch {
-		case sticky:
-		case entry.Mode.Perm()&0o002 != 0:
-			findings = append(findings, fmt.Sprintf("%s is writable by every user (mode %04o)", entry.Path, entry.Mode.Perm()))
-		case entry.Mode.Perm()&0o020 != 0:
-			findings = append(findings, fmt.Sprintf("%s is writable by group %d (mode %04o)", entry.Path, entry.GID, entry.Mode.Perm()))
-		}
+// viewerOf is how fsys's owners read: the real host's namespace for OS, the initial
+// namespace for a file system that says nothing (a fixture's owners mean what they say).
+func viewerOf(fsys FileSystem) trust.Viewer {
+	if viewing, ok := fsys.(interface{ Viewer() trust.Viewer }); ok {
+		return viewing.Viewer()
 	}
-	return findings
+	return trust.Initial(uint32(fsys.Getuid()))
 }
 
 // Inside reports the first of dirs that holds bwrap (or is bwrap): a sandbox that may
@@ -73,32 +61,49 @@ func entriesUpFrom(fsys FileSystem, path string) ([]PathEntry, error) {
 	}
 }
 
-// exposure is why a candidate could be replaced by another user: its real file and
-// directories, and, when it was found through a symlink, the directories holding the
-// link (whoever can write there can point the link elsewhere). "" when none.
-func exposure(fsys FileSystem, path, real string, caller uint32) (string, error) {
+// Replaceable is why another user or a sandbox could replace the bwrap at path: its real
+// file and directories, and, when path is a symlink, the directories holding the link
+// (whoever can write there can point the link elsewhere). "" when no one could. notes name
+// what was accepted only because its owner is unmapped here.
+func Replaceable(fsys FileSystem, path string) (findings string, notes []string, err error) {
+	real, err := fsys.EvalSymlinks(path)
+	if err != nil {
+		return "", nil, err
+	}
+	return exposure(fsys, path, real)
+}
+
+// exposure is Replaceable with the symlinks already resolved.
+func exposure(fsys FileSystem, path, real string) (string, []string, error) {
+	findings, notes, _, err := exposureOf(fsys, path, real)
+	return findings, notes, err
+}
+
+// exposureOf is exposure, and whether the owners were ambiguous (trust.Ambiguous).
+func exposureOf(fsys FileSystem, path, real string) (string, []string, bool, error) {
 	entries, err := entriesUpFrom(fsys, real)
 	if err != nil {
-		return "", err
+		return "", nil, false, err
 	}
 	if path != real {
 		linkDir, err := fsys.EvalSymlinks(filepath.Dir(path))
 		if err != nil {
-			return "", err
+			return "", nil, false, err
 		}
 		more, err := entriesUpFrom(fsys, linkDir)
 		if err != nil {
-			return "", err
+			return "", nil, false, err
 		}
 		entries = append(entries, more...)
 	}
+	viewer := viewerOf(fsys)
 	var unique []string
-	for _, finding := range ReplaceableBy(entries, caller) {
+	for _, finding := range ReplaceableBy(entries, viewer) {
 		if !slices.Contains(unique, finding) {
 			unique = append(unique, finding)
 		}
 	}
-	return strings.Join(unique, "; "), nil
+	return strings.Join(unique, "; "), trust.Notes(entries, viewer), trust.Ambiguous(entries, viewer), nil
 }
 
 // idsOf returns the owner uid and gid, or 0 where the FileInfo carries none.

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+	"github.com/bwrapkit/bwrapkit/internal/trust"
 )
 
 func TestReplaceableBy(t *testing.T) {
@@ -40,7 +43,7 @@ func TestReplaceableBy(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := ReplaceableBy(c.entries, c.caller)
+			got := ReplaceableBy(c.entries, trust.Initial(c.caller))
 			switch {
 			case c.want == "" && len(got) != 0:
 				t.Errorf("want none, got %q", got)
@@ -169,7 +172,7 @@ func TestFindRefusesAPlantedCopyOnRealFiles(t *testing.T) {
 	if err := os.Mkdir(planted, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(planted, "bwrap"), data, 0o755); err != nil {
+	if err := livetest.WriteProgram(filepath.Join(planted, "bwrap"), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(planted, 0o777); err != nil { // mkdir's mode is cut by the umask

@@ -74,12 +74,41 @@ func TestProcView(t *testing.T) {
 		if malformed != 0 {
 			t.Errorf("%s: %d malformed lines", test.name, malformed)
 		}
-		view := procView(mounts)
+		view := procView(mounts, "6.1.0-18-amd64")
 		if masks := view.Masks(); !slices.Equal(masks, test.masks) {
 			t.Errorf("%s: Masks = %q, want %q", test.name, masks, test.masks)
 		}
 		if visible, ok := view.VisibleProc(); visible != test.visible || ok != (test.visible != "") {
 			t.Errorf("%s: VisibleProc = %q, %v, want %q", test.name, visible, ok, test.visible)
+		}
+	}
+}
+
+// TestProcViewOnKernelsBeforeTheEmptyDirectoryRule: before Linux 4.2 the kernel's fresh
+// proc rule counted a mount on its empty directories like any other, so systemd's
+// binfmt_misc automount alone blocked a user namespace's proc.
+func TestProcViewOnKernelsBeforeTheEmptyDirectoryRule(t *testing.T) {
+	t.Parallel()
+	binfmt := hostRootLine + hostProcLine +
+		"34 24 0:30 / /proc/sys/fs/binfmt_misc rw,relatime shared:13 - autofs systemd-1 rw,fd=30,pgrp=1,timeout=0,minproto=5,maxproto=5,direct\n"
+	mounts, _ := parseMountinfo(binfmt)
+	for _, test := range []struct {
+		release string
+		masks   []string
+		visible string
+	}{
+		{"4.1.52", []string{"/proc/sys/fs/binfmt_misc"}, ""},
+		{"3.10.0-1160.el7.x86_64", []string{"/proc/sys/fs/binfmt_misc"}, ""},
+		{"4.2.0", nil, "/proc"},
+		{"6.18.44-fc-v1045", nil, "/proc"},
+		{"", nil, "/proc"}, // unread: taken as a current kernel
+	} {
+		view := procView(mounts, test.release)
+		if masks := view.Masks(); !slices.Equal(masks, test.masks) {
+			t.Errorf("Linux %q: Masks = %q, want %q", test.release, masks, test.masks)
+		}
+		if visible, _ := view.VisibleProc(); visible != test.visible {
+			t.Errorf("Linux %q: VisibleProc = %q, want %q", test.release, visible, test.visible)
 		}
 	}
 }

@@ -27,7 +27,7 @@ func FuzzMountinfo(f *testing.F) {
 		if len(mounts)+malformed > strings.Count(text, "\n")+1 {
 			t.Fatalf("%d mounts and %d malformed from %d lines", len(mounts), malformed, strings.Count(text, "\n")+1)
 		}
-		view := procView(mounts)
+		view := procView(mounts, "")
 		for _, mask := range view.Masks() {
 			if !strings.HasPrefix(mask, "/proc/") {
 				t.Fatalf("mask %q is not under /proc", mask)

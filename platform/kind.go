@@ -10,10 +10,12 @@ var wslMarkers = []string{
 	"run/WSL",
 }
 
-// kindOf maps runtime.GOOS to a kind; Linux is refined by linuxKind.
+// kindOf maps runtime.GOOS to a kind; Linux is refined by linuxKind. A Go build made on
+// Android (Termux: GOOS=android) runs on a Linux kernel: Linux, with Android's own limits
+// found like any host's.
 func kindOf(goos string) string {
 	switch goos {
-	case "linux":
+	case "linux", "android":
 		return KindLinux
 	case "darwin":
 		return KindDarwin

@@ -5,6 +5,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/bwrapkit/bwrapkit/internal/kernel"
 )
 
 // mount is one line of /proc/self/mountinfo (proc(5)).
@@ -124,6 +126,10 @@ type ProcCover struct {
 	Empty bool
 }
 
+// emptyDirsExemptSince is the first release whose fresh-proc rule passes over mounts on
+// the kernel's permanently empty directories.
+var emptyDirsExemptSince = [2]int{4, 2}
+
 // kernelEmptyProcDirs are the directories procfs creates with make_empty_dir_inode
 // (proc_create_mount_point, register_sysctl_mount_point), relative to proc's root.
 func kernelEmptyProcDirs() []string {
@@ -177,7 +183,14 @@ func (v ProcView) VisibleProc() (mountPoint string, ok bool) {
 
 // procView builds the view from the mount table. Only direct children of a proc mount count,
 // as in the kernel: what is mounted deeper sits on a cover that already counts.
-func procView(mounts []mount) ProcView {
+//
+// The kernel's exemption of its permanently empty directories began in Linux 4.2
+// (is_empty_dir_inode in fs_fully_visible); before it, a mount there (systemd's
+// binfmt_misc automount, say) blocked a fresh proc like any other cover. An unreadable
+// release is taken as a current kernel: every real Linux host shows one, and taking it as
+// old would blame the host's binfmt_misc for a refusal it does not cause.
+func procView(mounts []mount, release string) ProcView {
+	emptyExempt := release == "" || kernel.AtLeast(release, emptyDirsExemptSince[0], emptyDirsExemptSince[1])
 	view := ProcView{Known: true}
 	for _, m := range mounts {
 		if m.fsType != "proc" {
@@ -197,7 +210,7 @@ func procView(mounts []mount) ProcView {
 			// A bind of a proc subdirectory (/proc/sys) has that directory as its root, so
 			// the cover's place inside proc is the root joined with the path below the mount.
 			proc.Covers = append(proc.Covers, ProcCover{Path: child.point, FSType: child.fsType,
-				Empty: isKernelEmptyDir(path.Join(m.root, inside))})
+				Empty: emptyExempt && isKernelEmptyDir(path.Join(m.root, inside))})
 		}
 		view.Mounts = append(view.Mounts, proc)
 	}
@@ -224,7 +237,7 @@ func atimeOf(options string) string {
 }
 
 // readMounts reads /proc/self/mountinfo once for every fact that needs it.
-func readMounts(r *reader) ([]mount, ProcView) {
+func readMounts(r *reader, release string) ([]mount, ProcView) {
 	data, err := r.fact(pathMountinfo, maxTableSize)
 	if err != nil {
 		if isNotExist(err) {
@@ -241,5 +254,5 @@ func readMounts(r *reader) ([]mount, ProcView) {
 		}
 		return nil, ProcView{Err: why}
 	}
-	return mounts, procView(mounts)
+	return mounts, procView(mounts, release)
 }

@@ -111,7 +111,7 @@ func Detect(root fs.FS, getenv func(string) string, goos, goarch string) Host {
 		getenv = func(string) string { return "" }
 	}
 	host := Host{OS: goos, Arch: goarch, Kind: kindOf(goos)}
-	if goos != "linux" {
+	if host.Kind != KindLinux {
 		// No Linux kernel underneath, so nothing under /proc or /sys describes one.
 		return host
 	}
@@ -119,7 +119,7 @@ func Detect(root fs.FS, getenv func(string) string, goos, goarch string) Host {
 	if data, ok := r.file(pathOSRelease); ok {
 		host.Kernel = strings.TrimSpace(string(data))
 	}
-	mounts, procMounts := readMounts(r)
+	mounts, procMounts := readMounts(r, host.Kernel)
 	host.Proc = procMounts
 	host.Kind = linuxKind(host.Kernel, getenv, r, mounts)
 	host.InitialUserNamespace = initialUserNamespace(r)

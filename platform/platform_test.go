@@ -390,6 +390,19 @@ func TestDetectOtherOS(t *testing.T) {
 	}
 }
 
+// TestDetectAndroidGOOS: a Go build made on Android (Termux) runs on a Linux kernel: its
+// host is read like Linux's, and it is not "another OS".
+func TestDetectAndroidGOOS(t *testing.T) {
+	t.Parallel()
+	host := Detect(debianRoot(), nil, "android", "arm64")
+	if host.Kind != KindLinux || host.Kernel == "" || !host.MaxUserNamespaces.Present {
+		t.Errorf("Detect(android) = %+v", host)
+	}
+	if reason, unsupported := host.Unsupported(); unsupported {
+		t.Errorf("android reads as unsupported: %s", reason)
+	}
+}
+
 func TestDetectKind(t *testing.T) {
 	t.Parallel()
 	wslEnv := map[string]string{"WSL_DISTRO_NAME": "Ubuntu"}
@@ -472,6 +485,23 @@ func TestDetectContainer(t *testing.T) {
 		{"docker's overlays on a host are not its root", map[string]string{"proc/self/mountinfo": "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n" +
 			"90 22 0:52 / /var/lib/docker/overlay2/9b0c/merged rw,relatime - overlay overlay rw,lowerdir=/var/lib/docker/overlay2/l/4OAP\n" + procMount},
 			nil, "", ""},
+		// This machine kind: a VM whose image kept /.dockerenv (ext4 root, a plain /proc,
+		// PID 1 in the root of every v1 hierarchy, the initial user namespace).
+		{"a VM whose image left /.dockerenv", map[string]string{".dockerenv": "",
+			"proc/self/mountinfo": "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n" + procMount,
+			"proc/1/cgroup":       "9:name=systemd:/\n8:pids:/\n0::/\n"}, nil, "", ""},
+		{".dockerenv with a masked /proc is docker", map[string]string{".dockerenv": "",
+			"proc/self/mountinfo": "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n" + procMount +
+				"40 24 0:5 /null /proc/kcore rw,nosuid - devtmpfs udev rw\n",
+			"proc/1/cgroup": "9:name=systemd:/\n0::/\n"}, nil, RuntimeDocker, ContainerDocker},
+		{".dockerenv on an overlay root is docker", map[string]string{".dockerenv": "",
+			"proc/self/mountinfo": "27 1 0:40 / / rw,relatime - overlay overlay rw,lowerdir=/x\n" + procMount,
+			"proc/1/cgroup":       "9:name=systemd:/\n0::/\n"}, nil, RuntimeDocker, ContainerDocker},
+		// What a user other than root sees in a plain LXC 5.0 container (make hosts): no PID 1
+		// environment, a cgroup namespace at "/", LXC's boot id in /dev.
+		{"lxc as a user: /dev/.lxc-boot-id", map[string]string{"dev/.lxc-boot-id": "1c7e0e4c-3b4e-4a51-9d0b-5b8e3f1f6a2d\n",
+			"proc/1/cgroup": "9:name=systemd:/\n8:pids:/\n0::/\n"}, nil, RuntimeLXC, ContainerLXC},
+		{"lxc nesting's /dev/.lxc/proc", map[string]string{"dev/.lxc/proc/version": ""}, nil, RuntimeLXC, ContainerLXC},
 		{"lxcfs over /proc", map[string]string{"proc/self/mountinfo": procMount +
 			"31 24 0:50 /proc/cpuinfo /proc/cpuinfo rw,nosuid,nodev,relatime - fuse.lxcfs lxcfs rw,user_id=0,group_id=0,allow_other\n"},
 			nil, RuntimeLXC, ContainerLXC},

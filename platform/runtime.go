@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Runtimes, as Host.Runtime reports them. The names are systemd-detect-virt's where it has
@@ -116,8 +117,17 @@ func detectRuntime(r *reader, mounts []mount, initialUserns bool, getenv func(st
 			}
 		}
 	}
-	if p, ok := markerProof(r); ok {
+	if p, ok := lxcMarkerProof(r); ok {
 		return found(p)
+	}
+	if p, ok := markerProof(r); ok {
+		if p.runtime != RuntimeDocker || dockerCorroborated(r, rootMount, mounts) {
+			return found(p)
+		}
+		// A VM or host built from a container image keeps the file; alone it never
+		// outweighs PID 1's cgroups, the mount table and the user namespace.
+		facts.evidence = append(facts.evidence, "/.dockerenv exists, but the root file system, PID 1's cgroups, "+
+			"the /proc mounts and the user namespace all show no container (a file left from an image?)")
 	}
 	if p, ok := rootFilesystemProof(rootMount, mounts); ok {
 		return found(p)
@@ -173,6 +183,18 @@ func kubernetesProof(r *reader, mounts []mount) (proof, bool) {
 	return proof{}, false
 }
 
+// lxcMarkerProof: LXC (4.0 and later) writes /dev/.lxc-boot-id into every container's /dev,
+// and its nesting configuration mounts /dev/.lxc/proc; both are readable by any user, where
+// PID 1's environment (container=lxc) is root's only and a cgroup namespace shows "/".
+func lxcMarkerProof(r *reader) (proof, bool) {
+	for _, path := range []string{"dev/.lxc-boot-id", "dev/.lxc/proc"} {
+		if r.exists(path) {
+			return proof{RuntimeLXC, "/" + path + " exists (LXC makes it in the container's /dev)"}, true
+		}
+	}
+	return proof{}, false
+}
+
 // markerProof checks the files runtimes leave in the root: podman's /run/.containerenv
 // before Docker's /.dockerenv, which can end up baked into an image.
 func markerProof(r *reader) (proof, bool) {
@@ -183,6 +205,40 @@ func markerProof(r *reader) (proof, bool) {
 		return proof{RuntimeDocker, "/.dockerenv exists"}, true
 	}
 	return proof{}, false
+}
+
+// dockerCorroborated: nothing speaks against /.dockerenv. Against it, together: the mount
+// table was read and its root is no overlay (or other layered store) and nothing is mounted
+// over parts of /proc (runc masks /proc/kcore and friends unless systempaths=unconfined), and
+// PID 1 sits in the root of v1 hierarchies (on cgroup v2 a container's namespace shows "0::/"
+// too, so that says nothing). A VM or host built from a container image shows all of these,
+// and so does a sandbox such as bwrap's run on one (a user namespace of its own proves no
+// container: Docker's userns-remap still has its overlay and masks).
+func dockerCorroborated(r *reader, root mount, mounts []mount) bool {
+	if len(mounts) == 0 || root.point != "/" {
+		return true
+	}
+	if strings.Contains(root.fsType, "overlay") || root.fsType == "aufs" || strings.Contains(root.root, "/docker/") {
+		return true
+	}
+	for _, m := range mounts {
+		if strings.HasPrefix(m.point, "/proc/") {
+			return true
+		}
+	}
+	data, ok := r.file("proc/1/cgroup")
+	if !ok {
+		return true
+	}
+	v1 := false
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || parts[2] != "/" {
+			return true
+		}
+		v1 = v1 || parts[0] != "0"
+	}
+	return !v1
 }
 
 // rootFilesystemProof reads the storage paths an overlay root names in its options (they are
@@ -302,7 +358,11 @@ func runtimeNamed(name string, r *reader) string {
 
 // proxmoxVolume matches Proxmox VE's volume names (vm-101-disk-0 on LVM and directories,
 // subvol-101-disk-0 on ZFS), which the container's root mount shows as its source.
-var proxmoxVolume = regexp.MustCompile(`(?:^|[/-])(?:vm|subvol)-{1,2}([0-9]+)-{1,2}disk-{1,2}[0-9]+`)
+// Compiled on first use: package platform is in every bwrapkit process (run and its
+// keeper too), and compiling it at initialisation cost each of them about 0.05 ms.
+var proxmoxVolume = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[/-])(?:vm|subvol)-{1,2}([0-9]+)-{1,2}disk-{1,2}[0-9]+`)
+})
 
 // refineLXC tells the LXC-based managers apart by what each adds to the container.
 func refineLXC(r *reader, mounts []mount, evidence *[]string) (runtime, instance string) {
@@ -318,7 +378,7 @@ func refineLXC(r *reader, mounts []mount, evidence *[]string) (runtime, instance
 		return RuntimeLXD, ""
 	}
 	if root := rootOf(mounts); root.point == "/" {
-		if match := proxmoxVolume.FindStringSubmatch(root.source); match != nil {
+		if match := proxmoxVolume().FindStringSubmatch(root.source); match != nil {
 			*evidence = append(*evidence, "the root file system is Proxmox volume "+root.source)
 			return RuntimeProxmox, match[1]
 		}

@@ -14,7 +14,7 @@ var mergedUsrHost = Host{
 	Proc:  ProcSurface{ReadOnly: []string{"/proc/sys"}, MaskFiles: []string{"/proc/keys"}, MaskDirs: []string{"/proc/acpi"}},
 }
 
-var withDisableUserns = ParseFeatures("    --disable-userns  Disable further use of user namespaces\n    --size BYTES  Set size of next tmpfs\n", "bubblewrap 0.8.0")
+var withDisableUserns = parseFeatures("    --disable-userns  Disable further use of user namespaces\n    --size BYTES  Set size of next tmpfs\n", "bubblewrap 0.8.0")
 
 func TestArgvWholeCommandLine(t *testing.T) {
 	policy := Policy{Workdir: "/src/app", Host: mergedUsrHost, Features: withDisableUserns, Env: []string{"CI=1"}, Protect: []string{"/src/app/.git"}}
@@ -128,7 +128,7 @@ func TestArgvRefuses(t *testing.T) {
 func TestArgvRefusedWorkdirIsPolicyError(t *testing.T) {
 	_, err := Argv("/usr/bin/bwrap", Policy{Workdir: "/usr"}, []string{"true"})
 	var policyErr *PolicyError
-	if !errors.As(err, &policyErr) || policyErr.Field != "--workdir" {
+	if !errors.As(err, &policyErr) || policyErr.Field != "workdir" {
 		t.Fatalf("want a --workdir PolicyError, got %v", err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
 // attackHelper is what a hostile command tries inside the sandbox. Each action only
@@ -77,7 +79,7 @@ func attackHelper(args []string) (int, bool) {
 	case "setuid": // setuid DIR: every way to make a setuid or setgid file or directory
 		dir := args[1]
 		plain := filepath.Join(dir, "plain")
-		os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o755)
+		livetest.WriteProgram(plain, []byte("#!/bin/sh\n"), 0o755)
 		report := func(name string, err error) { fmt.Printf("%s: %s\n", name, errText(err)) }
 		report("chmod-4755", unix.Chmod(plain, 0o4755))
 		report("chmod-2755", unix.Chmod(plain, 0o2755))
@@ -158,7 +160,7 @@ func attackHelper(args []string) (int, bool) {
 		report("rewrite "+args[1], os.WriteFile(args[1], []byte(args[2]), 0o644))
 		report("replace "+args[1], replaceByRename(args[1], args[2]))
 	default:
-		return 0, false
+		return kernelSurfaceHelper(args)
 	}
 	return 0, true
 }

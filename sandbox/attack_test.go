@@ -45,7 +45,7 @@ func flipper(t *testing.T, bwrap, dir, a, b string, seconds float64) (stop func(
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		result, stdout, stderr, err := sandboxRun{bwrap: bwrap, request: Request{Workdir: dir}}.run(t, "flip", a, b, fmt.Sprint(seconds), stopFile)
+		result, stdout, stderr, err := sandboxRun{bwrap: bwrap, request: Request{Workdir: dir, WorkdirMode: string(WorkdirDirect)}}.run(t, "flip", a, b, fmt.Sprint(seconds), stopFile)
 		if err != nil || result.ExitCode != 0 || !strings.Contains(stdout, "swaps:") {
 			t.Errorf("the flipping sandbox did not flip: %+v %v\n%s%s", result, err, stdout, stderr)
 		}
@@ -67,7 +67,7 @@ func (r raceTally) String() string {
 // runs out, and hands each started run's output to judge.
 func raceRuns(t *testing.T, bwrap string, request Request, paths []string, judge func(lines map[string]string)) raceTally {
 	t.Helper()
-	features, err := Capable(context.Background(), bwrap)
+	features, err := DefaultProber(os.Environ()).Capable(context.Background(), bwrap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,13 @@ func raceRuns(t *testing.T, bwrap string, request Request, paths []string, judge
 	for try := 0; !enough(try); try++ {
 		exe := testExecutable(t)
 		req := request
+		if req.WorkdirMode == "" {
+			// These judges read the bound directory's own identity, which only a
+			// direct bind shows; the transactional race has its own test.
+			req.WorkdirMode = string(WorkdirDirect)
+		}
 		req.ReadOnly = append(slices.Clone(request.ReadOnly), exe)
+		req.Env = append(slices.Clone(request.Env), helperEnv+"=1")
 		policy, err := NewPolicy(req, nil)
 		var policyErr *PolicyError
 		if errors.As(err, &policyErr) {
@@ -96,7 +102,6 @@ func raceRuns(t *testing.T, bwrap string, request Request, paths []string, judge
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		policy.Env = append(policy.Env, helperEnv+"=1")
 		policy.Features = features
 		var stdout, stderr bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -151,6 +156,47 @@ func TestLiveRaceFlippedWorkdirBindsOnlyTheCheckedDirectory(t *testing.T) {
 			got, _, _ := strings.Cut(lines["."], " ")
 			if got != want {
 				t.Errorf("a started run had %s bound as its workdir, not the checked directory %s (/etc is %s)", lines["."], want, etc)
+			}
+		})
+		wait()
+		t.Logf("%s: %v", bwrap, tally)
+		if tally.started == 0 || tally.other > 0 {
+			t.Errorf("the race proved nothing or failed otherwise: %v", tally)
+		}
+	})
+}
+
+// TestLiveRaceFlippedTransactionalWorkdirShowsOnlyTheCheckedDirectory: the same race
+// against a transactional run, whose lower layer bwrap opens by path. Every run that
+// starts must see the checked directory's own file (by inode) through its overlay, and
+// never /etc's.
+func TestLiveRaceFlippedTransactionalWorkdirShowsOnlyTheCheckedDirectory(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		features, err := DefaultProber(os.Environ()).Capable(context.Background(), bwrap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !features.Has("overlay") {
+			t.Skip("this bwrap has no --overlay: its runs are direct")
+		}
+		parent := livetest.TempDir(t)
+		sub, link := filepath.Join(parent, "sub"), filepath.Join(parent, "sub-link")
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, "hostname"), []byte("checked\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("/etc", link); err != nil {
+			t.Fatal(err)
+		}
+		want := devIno(t, filepath.Join(sub, "hostname"))
+		_, wantIno, _ := strings.Cut(want, ":")
+		wait := flipper(t, bwrap, parent, sub, link, 9)
+		tally := raceRuns(t, bwrap, Request{Workdir: sub, WorkdirMode: string(WorkdirTransactional)}, []string{"hostname"}, func(lines map[string]string) {
+			got, _, _ := strings.Cut(lines["hostname"], " ")
+			if _, ino, _ := strings.Cut(got, ":"); ino != wantIno {
+				t.Errorf("a started run saw hostname as %s, not the checked directory's %s", lines["hostname"], want)
 			}
 		})
 		wait()
@@ -475,7 +521,7 @@ func TestNewPolicyRefusesBadLimits(t *testing.T) {
 	for _, spec := range []string{"cpu=1", "nproc=many", "as=4X", "nproc", "core=1", "=1", "tmpfs=-1M"} {
 		_, err := NewPolicy(Request{Workdir: t.TempDir(), Limits: []string{spec}}, nil)
 		var policyErr *PolicyError
-		if !errors.As(err, &policyErr) || policyErr.Field != "--limit" || !strings.Contains(err.Error(), "nproc") {
+		if !errors.As(err, &policyErr) || policyErr.Field != "limit" || !strings.Contains(err.Error(), "nproc") {
 			t.Errorf("--limit %s: %v", spec, err)
 		}
 	}
@@ -499,14 +545,22 @@ func TestLiveSandboxNeverOutlivesRun(t *testing.T) {
 		if out, err := exec.Command(gcc, "-static", "-O1", "-o", takeover, filepath.Join(livetest.RepoRoot(), "testdata", "attacks", "pid1-takeover.c")).CombinedOutput(); err != nil {
 			t.Fatalf("gcc: %v\n%s", err, out)
 		}
-		policy, err := NewPolicy(Request{Workdir: workdir}, nil)
+		// Direct: the attack binary runs from the workdir as bound live, the mode whose
+		// descriptors and mounts the takeover was written against.
+		policy, err := NewPolicy(Request{Workdir: workdir, WorkdirMode: "direct"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var stderr bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		Run(ctx, policy, []string{takeover, "20"}, Options{Bwrap: bwrap, Stderr: &stderr, Timeout: 5 * time.Second})
+		result, err := Run(ctx, policy, []string{takeover, "20"}, Options{Bwrap: bwrap, Stderr: &stderr, Timeout: 5 * time.Second})
+		// The attack's precondition: it found bwrap's eventfd and made bwrap report an
+		// exit, so bwrap returned before the timeout with the sandbox still alive. A run
+		// that only timed out proves nothing about the kill after bwrap exits.
+		if !strings.Contains(stderr.String(), "eventfd ") || err != nil || result.TimedOut {
+			t.Fatalf("the takeover did not make bwrap exit early (result %+v, err %v): the test proves nothing\n%s", result, err, stderr.String())
+		}
 		heartbeat := filepath.Join(workdir, "heartbeat")
 		first, _ := os.ReadFile(heartbeat)
 		time.Sleep(1500 * time.Millisecond)
@@ -541,11 +595,18 @@ func TestLiveGitdirsInsideTheWorkdirStayOut(t *testing.T) {
 		marker := filepath.Join(livetest.TempDir(t), "fsmonitor-ran")
 		config := filepath.Join(workdir, ".realgit", "config")
 		before, _ := os.ReadFile(config)
+		armed := string(before) + "[core]\n\tfsmonitor = touch " + marker + "\n"
+		requireFsmonitorRuns(t, gitPath, armed, marker)
 		out := mustRun(t, sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir}},
 			"write", config, filepath.Join(workdir, "lib", ".git"))
 		lines := outputLines(out)
 		if lines[config] != "read-only file system" || lines[filepath.Join(workdir, "lib", ".git")] != "read-only file system" {
 			t.Errorf("writes into the gitdirs a host git enters: %v", lines)
+		}
+		// The attack itself: the config a host git reads next, armed with a fsmonitor.
+		out = mustRun(t, sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir}}, "rewrite", config, armed)
+		if lines := outputLines(out); lines["rewrite "+config] != "read-only file system" || lines["replace "+config] != "read-only file system" {
+			t.Errorf("arming the separate gitdir's config: %v", lines)
 		}
 		if after, _ := os.ReadFile(config); string(after) != string(before) {
 			t.Errorf("the separate gitdir's config changed: %q", after)
@@ -568,7 +629,7 @@ func TestLiveReadOnlyInsideTheWorkdirIsPinned(t *testing.T) {
 		tools := filepath.Join(workdir, "vendor", "tools")
 		os.MkdirAll(tools, 0o755)
 		script := filepath.Join(tools, "build.sh")
-		os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755)
+		livetest.WriteProgram(script, []byte("#!/bin/sh\n"), 0o755)
 		before := devIno(t, tools)
 		out := mustRun(t, sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir, ReadOnly: []string{tools}}}, "hostile-protect", "vendor/tools")
 		if got := devIno(t, tools); got != before {
@@ -578,4 +639,26 @@ func TestLiveReadOnlyInsideTheWorkdirIsPinned(t *testing.T) {
 			t.Errorf("build.sh changed: %q", data)
 		}
 	})
+}
+
+// requireFsmonitorRuns is the precondition of a fsmonitor attack test: this host's git,
+// given config, does run the fsmonitor (it touches marker). Otherwise "the marker is
+// absent" would prove nothing. The marker is removed again.
+func requireFsmonitorRuns(t *testing.T, gitPath, config, marker string) {
+	t.Helper()
+	repo := t.TempDir()
+	cmd := exec.Command(gitPath, "-C", repo, "init", "-q")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".git", "config"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status := exec.Command(gitPath, "-C", repo, "status", "--porcelain")
+	status.Env = []string{"HOME=" + repo, "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin"}
+	status.CombinedOutput()
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("precondition: a host git status with this config runs its fsmonitor (touching %s), or the attack's absence proves nothing: %v", marker, err)
+	}
+	os.Remove(marker)
 }

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,23 +14,29 @@ const (
 	CommandNotExecutable CommandFailure = "command-not-executable" // 126: found, but exec refused it
 )
 
+// execCandidates are the paths the sandbox's execvp tries for name, in order: a name with
+// a slash as it stands (relative to the start directory), any other in each directory of
+// the inside PATH.
+func execCandidates(policy Policy, name string) []string {
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(policy.StartDir(), name)
+		}
+		return []string{name}
+	}
+	var candidates []string
+	for _, dir := range filepath.SplitList(policy.InsidePath()) {
+		candidates = append(candidates, filepath.Join(dir, name))
+	}
+	return candidates
+}
+
 // lookInside finds a command as the sandbox's execvp would: a name with a slash as it
 // stands (relative to the start directory), any other on the inside PATH. The inside
 // view of a host path is the host's own wherever a bind shows it, so the host's files
 // answer, limited to what the sandbox sees. found: a file exists at the name.
 func lookInside(policy Policy, name string) (path string, found bool) {
-	var candidates []string
-	if strings.Contains(name, "/") {
-		if !filepath.IsAbs(name) {
-			name = filepath.Join(policy.StartDir(), name)
-		}
-		candidates = []string{name}
-	} else {
-		for _, dir := range filepath.SplitList(policy.InsidePath()) {
-			candidates = append(candidates, filepath.Join(dir, name))
-		}
-	}
-	for _, candidate := range candidates {
+	for _, candidate := range execCandidates(policy, name) {
 		real := resolveInside(policy, candidate)
 		if real == "" || !policy.visible(real) {
 			continue
@@ -57,33 +62,27 @@ func resolveInside(policy Policy, path string) string {
 	return real
 }
 
-// HostLookPath finds name on the caller's PATH (hostPath), as a hint for a 127: the
-// first executable regular file, or "".
-func HostLookPath(name, hostPath string) string {
-	if name == "" || strings.Contains(name, "/") {
-		return ""
-	}
-	for _, dir := range filepath.SplitList(hostPath) {
-		if !filepath.IsAbs(dir) {
+// HiddenLinkTarget finds why a name the sandbox shows could not be executed: on the way
+// the inside execvp goes (lookInside's candidates), a symlink that is visible inside but
+// leads to a file outside everything bound, as a venv's bin/python made from pyenv's or
+// a user-installed Python does. It returns the link and its resolved target, or "", "".
+func HiddenLinkTarget(policy Policy, name string) (link, target string) {
+	for _, candidate := range execCandidates(policy, name) {
+		info, err := os.Lstat(candidate)
+		if err != nil || info.Mode()&os.ModeSymlink == 0 || !policy.visible(filepath.Dir(candidate)) {
 			continue
 		}
-		candidate := filepath.Join(dir, name)
-		if info, err := os.Stat(candidate); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
-			return candidate
+		real, err := filepath.EvalSymlinks(candidate)
+		if err != nil || policy.visible(real) {
+			continue
 		}
+		return candidate, real
 	}
-	return ""
+	return "", ""
 }
 
-// NotFoundMessage explains a 127: the inside PATH, and where the host has the command
-// with the flag that adds it.
-func NotFoundMessage(command, insidePath, hostHas string) string {
-	if strings.Contains(command, "/") {
-		return fmt.Sprintf("%s: not found inside the sandbox; bind its directory with --ro or --path", command)
-	}
-	message := fmt.Sprintf("%s: not found inside the sandbox (PATH=%s)", command, insidePath)
-	if hostHas == "" {
-		return message + "; it is not on your PATH either"
-	}
-	return message + fmt.Sprintf("; the host has %s: add --path %s", hostHas, filepath.Dir(hostHas))
+// FoundInside: the sandbox's execvp would find a file for name (see lookInside).
+func FoundInside(policy Policy, name string) bool {
+	_, found := lookInside(policy, name)
+	return found
 }

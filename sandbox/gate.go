@@ -51,9 +51,15 @@ func openSource(path string) (source, error) {
 		return source{}, fmt.Errorf("%s became a symlink after it was checked", path)
 	}
 	named, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil || named != path {
+	if err != nil {
 		file.Close()
-		return source{}, fmt.Errorf("%s changed after it was checked (it now leads to %s)", path, orNothing(named))
+		// Without /proc (bwrapkit itself in a chroot or a container without one) no
+		// descriptor can be tied to its path, so no bind can be proven.
+		return source{}, fmt.Errorf("cannot prove which file the descriptor opened for %s names: %w; bwrapkit needs /proc mounted where it runs (mount -t proc proc /proc)", path, err)
+	}
+	if named != path {
+		file.Close()
+		return source{}, fmt.Errorf("%s changed after it was checked (it now leads to %s)", path, named)
 	}
 	return source{path: path, file: file, dev: uint64(stat.Dev), ino: stat.Ino}, nil
 }
@@ -64,17 +70,25 @@ type expectation struct {
 	dev, ino   uint64
 	readOnly   bool // the mount there must be read-only
 	mountPoint bool // the path must be a mount point of its own (a pinned parent)
+	// lower, for the transactional workdir: the overlay there must show exactly this
+	// directory's entries (see verifyOverlay).
+	lower *os.File
+	upper string
 }
 
-// expectations are the gate's checks for policy's binds, from the opened sources.
-func expectations(policy Policy, sources map[string]source) []expectation {
+// expectations are the gate's checks for a run's binds, from the opened sources.
+func expectations(run resolved, sources map[string]source) []expectation {
 	var expected []expectation
-	for _, bind := range binds(policy) {
+	for _, bind := range run.binds {
 		src := sources[bind.path]
+		if bind.option == overlayOption {
+			expected = append(expected, expectation{path: bind.path, lower: src.file, upper: run.overlay.upper})
+			continue
+		}
 		expected = append(expected, expectation{
 			path: bind.path, dev: src.dev, ino: src.ino,
 			readOnly:   bind.option == "--ro-bind",
-			mountPoint: bind.option == "--bind" && bind.path != policy.Workdir,
+			mountPoint: bind.option == "--bind" && bind.path != run.workdir,
 		})
 	}
 	return expected
@@ -83,16 +97,24 @@ func expectations(policy Policy, sources map[string]source) []expectation {
 // awaitSetup waits until the sandboxed child's setup is complete: its root is no longer
 // the host's and is read-only (`--remount-ro /` is bwrap's last mount step, and the
 // final pivot into the new root comes after it). It returns the child's root, open.
+//
+// The wait is event-driven: the child's /proc/PID/mounts turns POLLPRI on every change of
+// its mount namespace (bwrap clones the child into it, so the file opened now watches the
+// sandbox's), its pidfd turns readable when it exits, and ctx's end is a descriptor too.
+// A fixed-interval poll cost CPU that grew with load, and starved bwrap under contention.
 func awaitSetup(ctx context.Context, pid int) (*os.File, error) {
 	var host unix.Stat_t
 	if err := unix.Stat("/", &host); err != nil {
 		return nil, err
 	}
-	// A short sleep in the thread itself (nanosleep) rather than a Go timer: the launch
-	// waits on this loop, and a timer's wake-up through the scheduler costs more than the
-	// setup step it waits for. The sleep still leaves the CPU to bwrap.
-	pause := unix.Timespec{Nsec: 20_000}
+	watch, err := watchSetup(ctx, pid)
+	if err != nil {
+		return nil, err
+	}
+	defer watch.close()
 	for {
+		// Checked after the watch was armed: a change between the check and the wait
+		// still wakes the wait.
 		root, done, err := inspectRoot(pid, host)
 		if err != nil || done {
 			return root, err
@@ -100,7 +122,94 @@ func awaitSetup(ctx context.Context, pid int) (*os.File, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		_ = unix.Nanosleep(&pause, nil)
+		if err := watch.wait(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// setupWatch is what wakes awaitSetup: a mount change, the child's exit, or ctx's end.
+type setupWatch struct {
+	fds       []unix.PollFd
+	mounts    int
+	pidfd     int
+	cancelled int // an eventfd written when ctx ends
+	stop      func() bool
+}
+
+// setupSafetyNet bounds one wait where the kernel gives no pidfd (before 5.3), so a child
+// that died unseen is still noticed; with a pidfd it is never what wakes a launch.
+const setupSafetyNet = 100 // milliseconds
+
+func watchSetup(ctx context.Context, pid int) (*setupWatch, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/mounts"
+	mounts, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, goneIf(fmt.Errorf("cannot watch the sandbox being built (%s): %w", path, err))
+	}
+	cancelled, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(mounts)
+		return nil, fmt.Errorf("cannot watch the sandbox being built: eventfd: %w", err)
+	}
+	w := &setupWatch{mounts: mounts, cancelled: cancelled, pidfd: -1}
+	w.fds = []unix.PollFd{{Fd: int32(mounts), Events: unix.POLLPRI}, {Fd: int32(cancelled), Events: unix.POLLIN}}
+	if pidfd, err := unix.PidfdOpen(pid, 0); err == nil {
+		w.pidfd = pidfd
+		w.fds = append(w.fds, unix.PollFd{Fd: int32(pidfd), Events: unix.POLLIN})
+	}
+	w.stop = context.AfterFunc(ctx, func() {
+		one := [8]byte{1}
+		_, _ = unix.Write(cancelled, one[:])
+	})
+	return w, nil
+}
+
+// wait returns when something may have changed; the caller looks again.
+func (w *setupWatch) wait() error {
+	timeout := -1
+	if w.pidfd < 0 {
+		timeout = setupSafetyNet
+	}
+	for {
+		_, err := unix.Poll(w.fds, timeout)
+		if err == nil {
+			if w.pidfd >= 0 && w.fds[2].Revents&unix.POLLIN != 0 {
+				return childGoneError{errors.New("the sandbox's child exited while it was being built")}
+			}
+			return nil
+		}
+		if !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("watching the sandbox being built: %w", err)
+		}
+	}
+}
+
+// childGoneError is the gate losing sight of a sandbox whose child is gone: bwrap's child
+// died during setup (a refused proc mount, say) while the gate was looking. Then bwrap's
+// own failure, not the gate's, is the cause (see lostSightGrace).
+type childGoneError struct{ err error }
+
+func (e childGoneError) Error() string { return e.err.Error() }
+func (e childGoneError) Unwrap() error { return e.err }
+
+// goneIf marks err as the child being gone when the kernel said so: no such file or
+// process, or EINVAL, which /proc/PID/mounts gives for a task that is exiting (its
+// namespaces are already released). A wrong mark costs only lostSightGrace: the gate's
+// word stands unless bwrap then exits on its own with its own error.
+func goneIf(err error) error {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EINVAL) {
+		return childGoneError{err}
+	}
+	return err
+}
+
+func (w *setupWatch) close() {
+	w.stop()
+	unix.Close(w.mounts)
+	unix.Close(w.cancelled)
+	if w.pidfd >= 0 {
+		unix.Close(w.pidfd)
 	}
 }
 
@@ -108,7 +217,7 @@ func inspectRoot(pid int, host unix.Stat_t) (*os.File, bool, error) {
 	path := "/proc/" + strconv.Itoa(pid) + "/root"
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, false, fmt.Errorf("cannot inspect the sandbox being built (%s): %w", path, err)
+		return nil, false, goneIf(fmt.Errorf("cannot inspect the sandbox being built (%s): %w", path, err))
 	}
 	var stat unix.Stat_t
 	var fs unix.Statfs_t
@@ -140,6 +249,9 @@ func verifyOne(rootFD int, want expectation) error {
 	}
 	defer unix.Close(fd)
 	defer unix.Close(parent)
+	if want.lower != nil {
+		return verifyOverlay(fd, want)
+	}
 	var stat unix.Stat_t
 	var fs unix.Statfs_t
 	if err := unix.Fstat(fd, &stat); err != nil {
@@ -209,4 +321,83 @@ func mountID(fd int) (uint64, error) {
 		return 0, errors.New("this kernel does not report mount ids (statx STATX_MNT_ID, Linux 5.8), so protected paths cannot be verified")
 	}
 	return stx.Mnt_id, nil
+}
+
+// overlayfsMagic is overlayfs's statfs type.
+const overlayfsMagic = 0x794c7630
+
+// verifyOverlay proves the transactional workdir is bwrapkit's overlay of the checked
+// directory. bwrap opens an overlay's layers by path (--overlay-src takes no
+// descriptor), so a second sandbox could swap a component of the project's path for a
+// link while this one is built and have another directory become the lower layer. The
+// overlay shows the lower layer's own inode numbers for the entries only it holds (and,
+// layers on one file system, the upper directory's for its root), so: the mount must be
+// a writable overlayfs whose root is the run's fresh upper layer (on one file system),
+// and its entries must be, name for name and inode for inode, those of the directory
+// held open since it was checked. A swapped lower layer would have to hold hard links to
+// every one of the project's entries and nothing else, and directories cannot be
+// hard-linked; an empty project swapped for an empty directory shows nothing.
+func verifyOverlay(fd int, want expectation) error {
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil {
+		return fmt.Errorf("inside the sandbox, %s: %w", want.path, err)
+	}
+	if fs.Type != overlayfsMagic || fs.Flags&unix.ST_RDONLY != 0 {
+		return fmt.Errorf("inside the sandbox, %s is not the writable overlay of the project (its mount landed elsewhere)", want.path)
+	}
+	var root, upper, lower unix.Stat_t
+	if unix.Fstat(fd, &root) != nil || unix.Stat(want.upper, &upper) != nil || unix.Fstat(int(want.lower.Fd()), &lower) != nil {
+		return fmt.Errorf("inside the sandbox, %s cannot be inspected", want.path)
+	}
+	if upper.Dev == lower.Dev && root.Ino != upper.Ino {
+		return fmt.Errorf("inside the sandbox, %s is an overlay whose upper layer is not this run's", want.path)
+	}
+	inside, err := entryInodes(fd)
+	if err != nil {
+		return fmt.Errorf("inside the sandbox, %s cannot be listed: %w", want.path, err)
+	}
+	checked, err := entryInodes(int(want.lower.Fd()))
+	if err != nil {
+		return fmt.Errorf("%s cannot be listed: %w", want.path, err)
+	}
+	if len(inside) != len(checked) {
+		return fmt.Errorf("inside the sandbox, %s does not show the checked directory (%d entries, not %d): a path was swapped while the sandbox was built", want.path, len(inside), len(checked))
+	}
+	for name, ino := range checked {
+		got, ok := inside[name]
+		if !ok || !sameLowerInode(got, ino) {
+			return fmt.Errorf("inside the sandbox, %s/%s is not the checked directory's entry: a path was swapped while the sandbox was built", want.path, name)
+		}
+	}
+	return nil
+}
+
+// sameLowerInode: overlayfs reports a lower entry's inode number as it is, or (layers
+// on different file systems, xino) with the layer's number in the high bits.
+func sameLowerInode(got, want uint64) bool {
+	return got == want || want < 1<<32 && got&(1<<32-1) == want
+}
+
+// entryInodes lists a directory's entries with their inode numbers, never following a
+// symlink.
+func entryInodes(dirFD int) (map[string]uint64, error) {
+	fd, err := unix.Openat(dirFD, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	dir := os.NewFile(uintptr(fd), ".")
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	inodes := make(map[string]uint64, len(names))
+	for _, name := range names {
+		var stat unix.Stat_t
+		if err := unix.Fstatat(fd, name, &stat, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return nil, err
+		}
+		inodes[name] = stat.Ino
+	}
+	return inodes, nil
 }

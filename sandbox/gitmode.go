@@ -7,7 +7,7 @@ const (
 	// GitReadOnly binds every gitdir read-only: the command reads history, never writes it.
 	GitReadOnly GitMode = "readonly"
 	// GitCommit lets the command commit: objects, refs, the index and logs writable;
-	// hooks, config and info stay read-only (see gitcommit.go).
+	// hooks, config and info stay read-only (see package gitmeta).
 	GitCommit GitMode = "commit"
 )
 
@@ -19,5 +19,5 @@ func ParseGitMode(value string) (GitMode, error) {
 	case GitCommit:
 		return GitCommit, nil
 	}
-	return "", &PolicyError{"--git", value, "must be readonly (the default) or commit"}
+	return "", &PolicyError{"git", value, "must be readonly (the default) or commit"}
 }

@@ -12,6 +12,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bwrapkit/bwrapkit/sandbox/lifetime"
 )
 
 // helperEnv marks the test binary re-executed inside the sandbox as the probe, so no
@@ -19,6 +23,7 @@ import (
 const helperEnv = "BWRAPKIT_SANDBOX_HELPER"
 
 func TestMain(m *testing.M) {
+	lifetime.KeeperMain() // the test binary is the keeper of its own runs
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(helperMain(os.Args[1:]))
 	}
@@ -36,6 +41,13 @@ func helperMain(args []string) int {
 	case "exit":
 		code, _ := strconv.Atoi(args[1])
 		return code
+	case "session-keyring": // the serial of this process's session keyring, or the error
+		id, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_SESSION_KEYRING, false)
+		if err != nil {
+			fmt.Println(errText(err))
+			return 1
+		}
+		fmt.Println(id)
 	case "kill-self":
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
 		time.Sleep(time.Minute)

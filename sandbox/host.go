@@ -29,14 +29,25 @@ type ProcSurface struct {
 	MaskDirs  []string // covered by an empty read-only tmpfs
 }
 
-// procReadOnly and procMasked are runc's lists (libcontainer/specconv's defaults).
+// procReadOnly are runc's and Docker's read-only paths (runc's libcontainer/specconv
+// defaults, moby's daemon/pkg/oci/defaults.go).
 func procReadOnly() []string {
 	return []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 }
 
+// procMasked are runc's and Docker's masked /proc paths, and the root-only (0400) files
+// that check no capability, so a root caller's command, uid 0 inside with every
+// capability dropped, would read them: the physical page state of the whole machine
+// (kpageflags, kpagecount, kpagecgroup: what Rowhammer and page-cache attacks steer by),
+// the kernel allocator's state (slabinfo, pagetypeinfo: heap grooming; reading
+// pagetypeinfo also holds each zone's lock with interrupts off) and kernel virtual
+// addresses with their physical ones (vmallocinfo). docs/kernel-surface.md lists every
+// /proc file checked.
 func procMasked() []string {
 	return []string{"/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys",
-		"/proc/latency_stats", "/proc/sched_debug", "/proc/scsi", "/proc/timer_list", "/proc/timer_stats"}
+		"/proc/latency_stats", "/proc/sched_debug", "/proc/scsi", "/proc/timer_list", "/proc/timer_stats",
+		"/proc/kpageflags", "/proc/kpagecount", "/proc/kpagecgroup", "/proc/slabinfo", "/proc/pagetypeinfo",
+		"/proc/vmallocinfo"}
 }
 
 // RootEntry is one top-level system path.
@@ -48,10 +59,10 @@ type RootEntry struct {
 // systemRoots are bound read-only (or recreated as symlinks) besides /usr.
 var systemRoots = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64"}
 
-// EtcAllowlist is the narrow part of /etc a command needs to run and resolve names:
+// etcAllowlist is the narrow part of /etc a command needs to run and resolve names:
 // the loader, alternatives, CA certificates, users and groups, time zone, hosts.
 // Never /etc/shadow or the rest: secrets live there. (A fresh copy each call.)
-func EtcAllowlist() []string {
+func etcAllowlist() []string {
 	return []string{
 		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
 		"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/passwd", "/etc/group",
@@ -59,19 +70,26 @@ func EtcAllowlist() []string {
 	}
 }
 
-// EtcNetwork is bound only with the host network.
-func EtcNetwork() []string { return []string{"/etc/resolv.conf"} }
+// etcNetwork is bound only with the host network.
+func etcNetwork() []string { return []string{"/etc/resolv.conf"} }
 
-// PassEnvNames are the caller's variables (with LC_*) passed through when set: they
-// shape output (locale, terminal, colour) or say a CI job is running, and hold no
-// secrets. A fresh copy each call.
-func PassEnvNames() []string {
-	return []string{"LANG", "TZ", "TERM", "COLORTERM", "CI", "NO_COLOR", "FORCE_COLOR"}
+// passEnvNames are the caller's variables (with LC_*) passed through when set: they
+// shape output (locale, terminal, colour), say a CI job is running, or are the tool
+// switches a user sets once in their shell and expects everywhere (no __pycache__ in
+// the repository, unbuffered Python, Go's flags and toolchain choice, reproducible
+// timestamps). None holds a secret or a path to one; a variable that may (a registry
+// token, npm_config_*, GOPROXY with credentials, GIT_*) is never on this list: pass it
+// with --pass-env. A fresh copy each call.
+func passEnvNames() []string {
+	return []string{"LANG", "TZ", "TERM", "COLORTERM", "CI", "NO_COLOR", "FORCE_COLOR",
+		"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONWARNINGS", "PIP_DISABLE_PIP_VERSION_CHECK",
+		"GOFLAGS", "GOTOOLCHAIN", "CGO_ENABLED", "GOAMD64", "GODEBUG",
+		"NODE_ENV", "RUST_BACKTRACE", "CARGO_TERM_COLOR", "SOURCE_DATE_EPOCH"}
 }
 
-// ScanHost reads the host's layout: lstat of a few system paths, and the caller's
+// scanHost reads the host's layout: lstat of a few system paths, and the caller's
 // locale variables from environ. Cheap (about twenty stat calls), so it is not cached.
-func ScanHost(environ []string) Host {
+func scanHost(environ []string) Host {
 	var host Host
 	for _, path := range systemRoots {
 		info, err := os.Lstat(path)
@@ -88,7 +106,7 @@ func ScanHost(environ []string) Host {
 		}
 		host.Roots = append(host.Roots, entry)
 	}
-	for _, path := range append(EtcAllowlist(), EtcNetwork()...) {
+	for _, path := range append(etcAllowlist(), etcNetwork()...) {
 		if _, err := os.Stat(path); err == nil {
 			host.Etc = append(host.Etc, path)
 		}
@@ -119,12 +137,12 @@ func scanProc() ProcSurface {
 	return proc
 }
 
-// localeEnv picks LC_* and PassEnvNames from the caller's environment, in its order.
+// localeEnv picks LC_* and passEnvNames from the caller's environment, in its order.
 func localeEnv(environ []string) []string {
 	var env []string
 	for _, entry := range environ {
 		name, value, _ := strings.Cut(entry, "=")
-		if value != "" && (strings.HasPrefix(name, "LC_") || slices.Contains(PassEnvNames(), name)) {
+		if value != "" && (strings.HasPrefix(name, "LC_") || slices.Contains(passEnvNames(), name)) {
 			env = append(env, entry)
 		}
 	}
@@ -132,7 +150,7 @@ func localeEnv(environ []string) []string {
 }
 
 func isNetworkEtc(path string) bool {
-	for _, candidate := range EtcNetwork() {
+	for _, candidate := range etcNetwork() {
 		if filepath.Clean(path) == candidate {
 			return true
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,11 +36,11 @@ func (s sandboxRun) run(t *testing.T, args ...string) (Result, string, string, e
 		s.request.Workdir = t.TempDir()
 	}
 	s.request.ReadOnly = append(s.request.ReadOnly, exe)
+	s.request.Env = append(slices.Clone(s.request.Env), helperEnv+"=1")
 	policy, err := NewPolicy(s.request, append([]string{"LANG=C.UTF-8", "XDG_CACHE_HOME=" + os.Getenv("XDG_CACHE_HOME")}, s.env...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy.Env = append(policy.Env, helperEnv+"=1")
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -229,7 +230,7 @@ func TestLiveExitStatuses(t *testing.T) {
 		}
 		var stderr bytes.Buffer
 		result, err := Run(context.Background(), policy, []string{"/no/such/command"}, Options{Bwrap: bwrap, Stderr: &stderr})
-		if err != nil || result.ExitCode != 127 || !result.Started {
+		if err != nil || result.ExitCode != 127 || result.Started || result.Failure != CommandNotFound {
 			t.Errorf("missing command: %+v %v, stderr %s", result, err, stderr.String())
 		}
 		result, err = Run(context.Background(), policy, []string{"/etc/passwd"}, Options{Bwrap: bwrap, Stderr: &stderr})
@@ -325,9 +326,9 @@ func TestLiveFailClosed(t *testing.T) {
 	help, _ := exec.Command(livetest.SystemBwrap(t), "--help").CombinedOutput()
 	os.WriteFile(filepath.Join(dir, "help.txt"), help, 0o644)
 	impostor := filepath.Join(dir, "bwrap-impostor")
-	os.WriteFile(impostor, []byte("#!/bin/sh\ncase \"$1\" in --help|--version) cat "+filepath.Join(dir, "help.txt")+"; exit 0;; esac\nexit 0\n"), 0o755)
+	livetest.WriteProgram(impostor, []byte("#!/bin/sh\ncase \"$1\" in --help|--version) cat "+filepath.Join(dir, "help.txt")+"; exit 0;; esac\nexit 0\n"), 0o755)
 	hanging := filepath.Join(dir, "bwrap-hangs")
-	os.WriteFile(hanging, []byte("#!/bin/sh\ncase \"$1\" in --help|--version) cat "+filepath.Join(dir, "help.txt")+"; exit 0;; esac\nexec sleep 600\n"), 0o755)
+	livetest.WriteProgram(hanging, []byte("#!/bin/sh\ncase \"$1\" in --help|--version) cat "+filepath.Join(dir, "help.txt")+"; exit 0;; esac\nexec sleep 600\n"), 0o755)
 
 	cases := []struct {
 		name  string
@@ -375,16 +376,14 @@ func TestLiveKernelRefusal(t *testing.T) {
 
 func TestLiveCancelKillsTheSandbox(t *testing.T) {
 	bwrap := livetest.SystemBwrap(t)
-	policy, err := NewPolicy(Request{Workdir: t.TempDir()}, nil)
+	exe := testExecutable(t)
+	policy, err := NewPolicy(Request{Workdir: t.TempDir(), ReadOnly: []string{exe}, Env: []string{helperEnv + "=1"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	marker := fmt.Sprintf("bwrapkit-cancel-%d", time.Now().UnixNano())
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(500*time.Millisecond, cancel)
-	exe := testExecutable(t)
-	policy.ReadOnly = []string{exe}
-	policy.Env = []string{helperEnv + "=1"}
 	_, err = Run(ctx, policy, []string{exe, "escape", marker}, Options{Bwrap: bwrap})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("want context.Canceled, got %v", err)

@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/bwrapkit/bwrapkit/sandbox/land"
 )
 
 // Result is what happened to a command that bwrap proved it launched.
 type Result struct {
-	// Started: bwrap reported the sandboxed child (child-pid) and setup reached the
-	// command's exec. Without it there is no Result, only an *UnavailableError.
+	// Started: the command ran. bwrap proved the launch (child-pid, then the gate passed)
+	// and the command's exec succeeded. A Result with Started false has a Failure: the
+	// sandbox was built, but the command could not be executed in it (126, 127). Without
+	// a launch proof there is no Result, only an *UnavailableError. The run report's
+	// "started" is this same field.
 	Started bool
 	// ExitCode is the command's status, 128+N when a signal killed it, 124 on timeout,
 	// 126/127 when it could not be executed / was not found inside.
@@ -22,10 +27,37 @@ type Result struct {
 	// Failure says why the command itself did not run (126, 127); empty otherwise.
 	Failure CommandFailure
 	// GitMovedAside lists what a --git commit run planted that a host git would have
-	// followed, and where AuditGit moved it ("old -> new").
+	// followed, and where the git audit moved it ("old -> new").
 	GitMovedAside []string
 	Duration      time.Duration
+	// Lifetime says what held the run's processes to its end besides bwrapkit itself:
+	// LifetimeKeeper, or LifetimeUnkept when Options.Keeper was empty (a SIGKILL of the
+	// caller could then leave the sandbox running).
+	Lifetime Lifetime
+	// Cgroup says which cgroup held the run and bounded its memory and tasks, if any.
+	Cgroup RunCgroup
+	// WorkdirMode is the mode the run had; ModeFallback says why a default run fell
+	// back to direct ("" when it did not).
+	WorkdirMode  WorkdirMode
+	ModeFallback string
+	// Transactional runs: what landed, what was refused (kept in Quarantine), the
+	// layers of earlier runs whose bwrapkit died before landing (removed, or kept with
+	// KeepAbandoned), and those of earlier runs killed while landing (Interrupted: part
+	// of each landed, each file whole; the rest is always kept there).
+	Changes     land.Changes
+	Refused     []Refusal
+	Quarantine  string
+	Abandoned   []string
+	Interrupted []string
 }
+
+// Lifetime names what ends a run's processes when its caller dies.
+type Lifetime string
+
+const (
+	LifetimeKeeper Lifetime = "keeper" // a keeper in its own session kills the run
+	LifetimeUnkept Lifetime = "unkept" // only bwrap's --die-with-parent, which the command can undo
+)
 
 // Reason is why the sandbox could not be built.
 type Reason string
@@ -83,6 +115,13 @@ func (e *UnavailableError) cause() string {
 		}
 		return fmt.Sprintf("%s is not executable (%v)", e.Bwrap, e.Err)
 	case ReasonUnsupported:
+		var modeErr *ModeError
+		if errors.As(e.Err, &modeErr) {
+			return fmt.Sprintf("%s: %v", orNothingPath(e.Bwrap), modeErr)
+		}
+		if e.NotBwrap && e.Err != nil {
+			return fmt.Sprintf("%s does not behave like bwrap: %v", e.Bwrap, e.Err)
+		}
 		if e.NotBwrap {
 			return fmt.Sprintf("%s does not behave like bwrap: its --help lists none of bwrap's options", e.Bwrap)
 		}
@@ -121,6 +160,13 @@ func (e *UnavailableError) Remedy() string {
 		return "run `bwrapkit doctor` to see which part of the boundary this host cannot provide"
 	}
 	return "run `bwrapkit doctor`"
+}
+
+func orNothingPath(path string) string {
+	if path == "" {
+		return "bwrap"
+	}
+	return path
 }
 
 func orNothing(s string) string {
@@ -169,17 +215,17 @@ func classify(l launch) (Result, Reason) {
 	// last word is either the exec failure or a setup step that failed in the child.
 	if line := execFailure(l.stderr); line != "" {
 		if strings.HasSuffix(line, "No such file or directory") {
-			return Result{Started: true, ExitCode: 127, Failure: CommandNotFound}, ""
+			return Result{ExitCode: 127, Failure: CommandNotFound}, ""
 		}
-		return Result{Started: true, ExitCode: 126, Failure: CommandNotExecutable}, ""
+		return Result{ExitCode: 126, Failure: CommandNotExecutable}, ""
 	}
 	if l.direct && l.bwrapStatus != -1 {
 		// The filter was released, so setup was complete: what is left before the
 		// command is bwrap's execvp.
 		if l.commandFound {
-			return Result{Started: true, ExitCode: 126, Failure: CommandNotExecutable}, ""
+			return Result{ExitCode: 126, Failure: CommandNotExecutable}, ""
 		}
-		return Result{Started: true, ExitCode: 127, Failure: CommandNotFound}, ""
+		return Result{ExitCode: 127, Failure: CommandNotFound}, ""
 	}
 	if l.bwrapStatus == -1 {
 		return Result{}, ReasonNoLaunchProof

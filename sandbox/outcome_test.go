@@ -15,12 +15,12 @@ func TestClassify(t *testing.T) {
 	}{
 		{"exited", launch{childPID: 9, exitReported: true, exitCode: 3, bwrapStatus: 3}, Result{Started: true, ExitCode: 3}, ""},
 		{"signal", launch{childPID: 9, exitReported: true, exitCode: 137, bwrapStatus: 137}, Result{Started: true, ExitCode: 137, Signal: 9}, ""},
-		{"not found inside", launch{childPID: 9, bwrapStatus: 1, stderr: "bwrap: execvp nope: No such file or directory\n"}, Result{Started: true, ExitCode: 127, Failure: CommandNotFound}, ""},
-		{"not executable inside", launch{childPID: 9, bwrapStatus: 1, stderr: "bwrap: execvp /etc/passwd: Permission denied\n"}, Result{Started: true, ExitCode: 126, Failure: CommandNotExecutable}, ""},
+		{"not found inside", launch{childPID: 9, bwrapStatus: 1, stderr: "bwrap: execvp nope: No such file or directory\n"}, Result{ExitCode: 127, Failure: CommandNotFound}, ""},
+		{"not executable inside", launch{childPID: 9, bwrapStatus: 1, stderr: "bwrap: execvp /etc/passwd: Permission denied\n"}, Result{ExitCode: 126, Failure: CommandNotExecutable}, ""},
 		// stderr handed to the command: no execvp line to read; the gate released the
 		// filter, so only the exec was left, and whether the command is inside decides.
-		{"direct: not found inside", launch{childPID: 9, bwrapStatus: 1, direct: true}, Result{Started: true, ExitCode: 127, Failure: CommandNotFound}, ""},
-		{"direct: found but not executable", launch{childPID: 9, bwrapStatus: 1, direct: true, commandFound: true}, Result{Started: true, ExitCode: 126, Failure: CommandNotExecutable}, ""},
+		{"direct: not found inside", launch{childPID: 9, bwrapStatus: 1, direct: true}, Result{ExitCode: 127, Failure: CommandNotFound}, ""},
+		{"direct: found but not executable", launch{childPID: 9, bwrapStatus: 1, direct: true, commandFound: true}, Result{ExitCode: 126, Failure: CommandNotExecutable}, ""},
 		{"direct: setup failed before child-pid", launch{bwrapStatus: 1, direct: true}, Result{}, ReasonSetupFailed},
 		{"direct: setup failed in the child", launch{childPID: 9, bwrapStatus: 1, direct: true, withheld: true}, Result{}, ReasonSetupFailed},
 		{"direct: killed before child-pid", launch{bwrapStatus: -1, direct: true}, Result{}, ReasonNoLaunchProof},

@@ -5,9 +5,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"github.com/bwrapkit/bwrapkit/internal/environ"
-	"github.com/bwrapkit/bwrapkit/sandbox/limits"
-	"golang.org/x/sys/unix"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -15,10 +12,18 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/bwrapkit/bwrapkit/home"
+	"github.com/bwrapkit/bwrapkit/internal/environ"
+	"github.com/bwrapkit/bwrapkit/internal/pathtree"
+	"github.com/bwrapkit/bwrapkit/sandbox/gitmeta"
+	"github.com/bwrapkit/bwrapkit/sandbox/limits"
+	"golang.org/x/sys/unix"
 )
 
-// Policy is what a caller asks of the sandbox. Paths must be absolute and already
-// resolved (NewPolicy does that); Argv checks them again and refuses what is unsafe.
+// Policy is what a caller asks of the sandbox, as NewPolicy resolved it. Argv takes any
+// Policy (it checks the paths again and refuses what is unsafe); Run takes only one that
+// NewPolicy returned and nothing changed since but Features (see seal.go).
 type Policy struct {
 	// Workdir is the project's read-write bind, at its real (symlink-resolved) path.
 	Workdir string
@@ -32,6 +37,10 @@ type Policy struct {
 	// EphemeralHome: HOME is an empty directory in the sandbox's private /tmp, made for
 	// each run (no cache directory on the host could hold the project's).
 	EphemeralHome bool
+	// HomeFallback says why HOME is ephemeral when a project HOME was wanted and could
+	// not be made (no cache directory, a read-only or full one): a caller should tell
+	// the user, whose tools' caches will not survive the run.
+	HomeFallback string
 	// Path are directories put before DefaultPath in the command's PATH, in order.
 	Path []string
 	// Links are symlinks recreated inside, so an --ro or --path given as a link is
@@ -48,15 +57,50 @@ type Policy struct {
 	Protect []string
 	// Network keeps the host network namespace.
 	Network bool
+	// NetProxy and Caches are set by Run from Options (a run's attachments, not part of
+	// what NewPolicy resolves and seals): zero in every policy NewPolicy returns.
+	NetProxy NetProxy
+	Caches   []CacheLayer
 	// Env are NAME=VALUE entries set inside, after the defaults.
 	Env []string
 	// Limits are the command's resource bounds; the zero value is the defaults.
 	Limits limits.Limits
-	// Host is the host's layout the argv mirrors; see ScanHost.
+	// Host is the host's layout the argv mirrors; see scanHost.
 	Host Host
+	// WorkdirMode is the mode asked for: WorkdirAuto (the zero value: transactional
+	// where it can be built, else direct with a warning), transactional or direct.
+	WorkdirMode WorkdirMode
+	// LayerRoot is the private directory a transactional run's layers live in (one per
+	// project, outside it); "" when none could be made (then only direct is possible).
+	LayerRoot string
+	// PolicyBase is the record, in bwrapkit's private state for this project, of the
+	// commit HEAD was at before a --git commit run (see TrustPolicyFile); "" with no
+	// cache directory.
+	PolicyBase string
+	// NoLayer says why LayerRoot is empty.
+	NoLayer string
+	// Guarded are paths inside the workdir that host tools run by themselves (the
+	// policy file in use, bwrapkit's own binary, a hooks directory in the work tree): a
+	// transactional run never lands a change to them; a direct run refuses the workdir.
+	Guarded []string
+	// SelfInside is bwrapkit's own binary when it lies inside the workdir (guarded
+	// transactionally; a direct run refuses the workdir).
+	SelfInside string
+	// KeepAbandoned keeps the layers of runs whose bwrapkit died as quarantines instead
+	// of removing them.
+	KeepAbandoned bool
+	// LandMaxEntries: see Request.LandMaxEntries.
+	LandMaxEntries int
+	// overlay is set by Run for a transactional launch.
+	overlay overlayDirs
 	// Features are the bwrap binary's options; see Probe. Zero means "not probed":
-	// Run probes, Argv leaves out what it cannot know is supported.
+	// Argv leaves out what it cannot know is supported. Run ignores them and probes the
+	// binary it is given itself, so a stale or forged value cannot drop a hardening.
 	Features Features
+
+	// seal is NewPolicy's mark over every other field; Run refuses a policy without it,
+	// or one changed since (see seal.go).
+	seal string
 }
 
 // PolicyError is a policy the sandbox refuses to build: bad input, not a host failure.
@@ -79,18 +123,34 @@ type Link struct {
 // Request is a policy as a user states it: relative paths, symlinks and all. Its JSON
 // form is the policy file's (see PolicyFile).
 type Request struct {
-	Workdir   string   `json:"workdir,omitempty"`  // default: the current directory
-	ReadOnly  []string `json:"ro,omitempty"`       // absolute or relative to the current directory
-	ReadWrite []string `json:"rw,omitempty"`       // the same, bound read-write
-	Path      []string `json:"path,omitempty"`     // directories put first on the inside PATH
-	Protect   []string `json:"protect,omitempty"`  // relative to Workdir
-	Network   bool     `json:"net,omitempty"`      //
-	Env       []string `json:"env,omitempty"`      // NAME=VALUE
-	PassEnv   []string `json:"pass_env,omitempty"` // names copied from the caller's environment when set
-	Limits    []string `json:"limit,omitempty"`    // NAME=VALUE bounds (see package limits), on top of the defaults
-	HomeDir   string   `json:"home_dir,omitempty"` // default: the project's own HOME (see home.go)
-	Git       string   `json:"git,omitempty"`      // readonly (default) or commit
-	Cwd       string   `json:"cwd,omitempty"`      // relative to Workdir; default: the current directory when inside it
+	Workdir   string   `json:"workdir,omitempty"`   // default: the current directory
+	ReadOnly  []string `json:"ro,omitempty"`        // absolute or relative to the current directory
+	ReadWrite []string `json:"rw,omitempty"`        // the same, bound read-write
+	Path      []string `json:"path,omitempty"`      // directories put first on the inside PATH
+	Protect   []string `json:"protect,omitempty"`   // relative to Workdir
+	Network   bool     `json:"net,omitempty"`       //
+	NetAllow  []string `json:"net_allow,omitempty"` // HOST[:PORT] or *.DOMAIN[:PORT], reached through the proxy
+	Cache     string   `json:"cache,omitempty"`     // host (default): the caller's tool caches as lower layers; none
+	Env       []string `json:"env,omitempty"`       // NAME=VALUE
+	PassEnv   []string `json:"pass_env,omitempty"`  // names copied from the caller's environment when set
+	Limits    []string `json:"limit,omitempty"`     // NAME=VALUE bounds (see package limits), on top of the defaults
+	HomeDir   string   `json:"home_dir,omitempty"`  // default: the project's own HOME (see home.go)
+	Git       string   `json:"git,omitempty"`       // readonly (default) or commit
+	Cwd       string   `json:"cwd,omitempty"`       // relative to Workdir; default: the current directory when inside it
+	// Preview resolves without changing the host (the project HOME is not made): the
+	// policy is for showing (--print-policy), and Run refuses it.
+	Preview bool `json:"-"`
+	// WorkdirMode is transactional or direct; empty is the default (see WorkdirMode).
+	WorkdirMode string `json:"workdir_mode,omitempty"`
+	// Self is bwrapkit's own binary and PolicyFile the policy file in use: trusted state
+	// outside the workdir; inside it (a checkout's ./bwrapkit), guarded instead.
+	Self       string `json:"-"`
+	PolicyFile string `json:"-"`
+	// KeepAbandoned: see Policy.KeepAbandoned.
+	KeepAbandoned bool `json:"-"`
+	// LandMaxEntries bounds the entries a transactional run's layer may hold (0: the
+	// default, 250,000); more lands nothing.
+	LandMaxEntries int `json:"-"`
 	// Trusted is bwrapkit's own state the sandbox must never be able to write: its home
 	// (with the managed bwrap) and the bwrap in use. The probe cache is added by NewPolicy.
 	Trusted []string `json:"-"`
@@ -104,16 +164,36 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 		env = os.Environ()
 	}
 	getenv := environ.Getenv(env)
-	cacheDirs := defaultProber(env).CacheDirs // once: each candidate costs a stat or two
-	guard := Guard{Home: callerHomes(getenv), Trusted: trustedState(request.Trusted, cacheDirs), Scratch: scratchDirs(cacheDirs)}
-	// A workdir or --rw path may not reach any project's HOME either.
-	projectGuard := Guard{Home: guard.Home, Trusted: append(slices.Clone(guard.Trusted), resolveAll(homeRoots(env))...), Scratch: guard.Scratch}
-	workdir, err := resolveDir("--workdir", request.Workdir)
+	cacheDirs := DefaultProber(env).CacheDirs // once: each candidate costs a stat or two
+	mode, err := ParseWorkdirMode(request.WorkdirMode)
 	if err != nil {
 		return Policy{}, err
 	}
+	workdir, err := resolveDir("workdir", request.Workdir)
+	if err != nil {
+		return Policy{}, err
+	}
+	// bwrapkit's binary and the policy file in use are trusted state: in a checkout run
+	// transactionally, guarded inside the workdir instead (no change to them lands).
+	trusted, guarded, selfInside := slices.Clone(request.Trusted), []string(nil), ""
+	for _, path := range []string{request.Self, request.PolicyFile} {
+		if path == "" {
+			continue
+		}
+		if real := resolveExisting(absolute(path)); mode != WorkdirDirect && within(workdir, real) && real != workdir {
+			guarded = append(guarded, real)
+			if path == request.Self {
+				selfInside = real
+			}
+		} else if path == request.Self {
+			trusted = append(trusted, path)
+		}
+	}
+	guard := reachGuard{Home: callerHomes(getenv), Trusted: trustedState(trusted, cacheDirs), Scratch: scratchDirs(cacheDirs)}
+	// A workdir or --rw path may not reach any project's HOME or layers either.
+	projectGuard := reachGuard{Home: guard.Home, Trusted: append(slices.Clone(guard.Trusted), resolveAll(append(home.Roots(env), layerRoots(env)...))...), Scratch: guard.Scratch}
 	if request.Workdir != "" && request.Workdir != "." {
-		if err := RefusePlantedLinks("--workdir", request.Workdir, guard); err != nil {
+		if err := refusePlantedLinks("workdir", request.Workdir, guard); err != nil {
 			return Policy{}, err
 		}
 	}
@@ -121,10 +201,13 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 	if given == "" || given == "." {
 		given = "(the current directory)"
 	}
-	if err := RefuseWritable("--workdir", given, workdir, projectGuard); err != nil {
+	if err := refuseWritable("workdir", given, workdir, projectGuard); err != nil {
 		return Policy{}, err
 	}
-	if err := checkAccess("--workdir", given, workdir); err != nil {
+	if err := checkAccess("workdir", given, workdir); err != nil {
+		return Policy{}, err
+	}
+	if err := refuseSharedWorkdir(given, workdir); err != nil {
 		return Policy{}, err
 	}
 	git, err := ParseGitMode(request.Git)
@@ -135,66 +218,85 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 	if err != nil {
 		var limitErr *limits.Error
 		if errors.As(err, &limitErr) {
-			return Policy{}, &PolicyError{"--limit", limitErr.Spec, limitErr.Reason + " (names: " + strings.Join(limitErr.Names, ", ") + ")"}
+			return Policy{}, &PolicyError{"limit", limitErr.Spec, limitErr.Reason + " (names: " + strings.Join(limitErr.Names, ", ") + ")"}
 		}
 		return Policy{}, err
 	}
-	policy := Policy{Workdir: workdir, Network: request.Network, Limits: bounds, Host: ScanHost(env), Git: git, User: callerName(env)}
+	policy := Policy{Workdir: workdir, Network: request.Network, Limits: bounds, Host: scanHost(env), Git: git, User: callerName(env),
+		WorkdirMode: mode, Guarded: guarded, KeepAbandoned: request.KeepAbandoned, SelfInside: selfInside, LandMaxEntries: request.LandMaxEntries}
+	layers := plannedLayers(env, workdir)
+	if layers != "" {
+		policy.PolicyBase = filepath.Join(layers, policyBaseName)
+	}
+	if mode != WorkdirDirect {
+		// Where the layers will be, made only once every check has passed (below).
+		policy.LayerRoot = layers
+		policy.Guarded = append(policy.Guarded, gitmeta.WorkTreeGuarded(workdir, getenv("HOME"))...)
+	}
 	if request.HomeDir != "" {
-		home, err := resolveDir("--home-dir", request.HomeDir)
+		home, err := resolveDir("home_dir", request.HomeDir)
 		if err != nil {
 			return Policy{}, err
 		}
-		if err := checkHome("--home-dir", request.HomeDir, home, workdir, guard); err != nil {
+		if err := checkHome("home_dir", request.HomeDir, home, workdir, guard); err != nil {
 			return Policy{}, err
 		}
-		if err := checkAccess("--home-dir", request.HomeDir, home); err != nil {
+		if err := checkAccess("home_dir", request.HomeDir, home); err != nil {
 			return Policy{}, err
 		}
 		policy.Home = home
-	} else if policy.Home, err = projectHome(env, workdir, guard); err != nil {
-		var homeErr *HomeError
-		if !errors.As(err, &homeErr) || !homeErr.Unmade {
-			return Policy{}, err
-		}
-		policy.Home, policy.EphemeralHome = "", true
+	} else {
+		// The project HOME is made last, once every other check has passed: a refused
+		// policy, or one only previewed, changes nothing on the host. Until then the
+		// checks below keep apart from where it will be.
+		policy.Home = home.Planned(env, workdir, privilegeKey(request, workdir))
 	}
 	for _, path := range request.ReadWrite {
-		real, err := resolvePath("--rw", path)
+		real, err := resolvePath("rw", path)
 		if err != nil {
 			return Policy{}, err
 		}
-		if err := RefusePlantedLinks("--rw", path, guard); err != nil {
+		if err := refusePlantedLinks("rw", path, guard); err != nil {
 			return Policy{}, err
 		}
-		if err := RefuseWritable("--rw", path, real, projectGuard); err != nil {
+		if err := refuseWritable("rw", path, real, projectGuard); err != nil {
 			return Policy{}, err
 		}
 		for _, apart := range []struct{ name, dir string }{{"the workdir", workdir}, {"the HOME", policy.Home}} {
 			if within(apart.dir, real) || within(real, apart.dir) {
-				return Policy{}, &PolicyError{"--rw", describe(path, real), fmt.Sprintf("encloses or lies inside %s %s, which has its own rules (protected paths, a private HOME); name a directory apart from it", apart.name, apart.dir)}
+				return Policy{}, &PolicyError{"rw", describe(path, real), fmt.Sprintf("encloses or lies inside %s %s, which has its own rules (protected paths, a private HOME); name a directory apart from it", apart.name, apart.dir)}
 			}
 		}
-		if err := checkAccess("--rw", path, real); err != nil {
+		if err := checkAccess("rw", path, real); err != nil {
 			return Policy{}, err
 		}
 		policy.ReadWrite = append(policy.ReadWrite, real)
 	}
 	for _, path := range request.ReadOnly {
-		real, link, err := resolveBindable("--ro", path)
+		real, link, err := resolveBindable("ro", path)
 		if err != nil {
 			return Policy{}, err
+		}
+		if err := refuseHomeDotEntry("ro", path, real, guard); err != nil {
+			return Policy{}, err
+		}
+		// The same directory bound twice, read-write and read-only, would leave the
+		// workdir read-only, or fail in bwrap ("Can't stat fd"): say which.
+		for _, apart := range []struct{ name, dir string }{{"the workdir", workdir}, {"the HOME", policy.Home}} {
+			if apart.dir != "" && real == apart.dir {
+				return Policy{}, &PolicyError{"ro", describe(path, real), fmt.Sprintf("is %s, which is bound read-write; make parts of it read-only with --protect PATH instead", apart.name)}
+			}
 		}
 		policy.ReadOnly = append(policy.ReadOnly, real)
 		policy.addLink(link, real)
 	}
 	for _, path := range request.Path {
-		real, link, err := resolveBindable("--path", path)
+		real, link, err := resolveBindable("path", path)
 		if err != nil {
 			return Policy{}, err
 		}
 		if info, err := os.Stat(real); err != nil || !info.IsDir() {
-			return Policy{}, &PolicyError{"--path", describe(path, real), "is not a directory; name the directory that holds the command"}
+			return Policy{}, &PolicyError{"path", describe(path, real), "is not a directory; name the directory that holds the command"}
 		}
 		if !policy.visible(real) {
 			policy.ReadOnly = append(policy.ReadOnly, real)
@@ -205,7 +307,7 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 			entry = link
 		}
 		if strings.Contains(entry, ":") {
-			return Policy{}, &PolicyError{"--path", entry, "contains ':', which PATH cannot hold"}
+			return Policy{}, &PolicyError{"path", entry, "contains ':', which PATH cannot hold"}
 		}
 		policy.Path = append(policy.Path, entry)
 	}
@@ -216,24 +318,8 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 		}
 		policy.Protect = append(policy.Protect, protected)
 	}
-	gitProtected, err := gitEntries(workdir)
-	if err != nil {
+	if err := policy.protectGit(env); err != nil {
 		return Policy{}, err
-	}
-	policy.Protect = append(policy.Protect, gitProtected...)
-	if git == GitCommit {
-		if policy.Protect, err = gitCommitEntries(workdir, policy.Protect); err != nil {
-			return Policy{}, err
-		}
-	}
-	if err := policy.bindWorktreeGitdir(); err != nil {
-		return Policy{}, err
-	}
-	if err := policy.bindEnclosingGitdir(); err != nil {
-		return Policy{}, err
-	}
-	if git == GitCommit {
-		policy.Env = append(policy.Env, gitIdentityEnv(env)...)
 	}
 	if policy.Cwd, err = resolveCwd(workdir, request.Cwd); err != nil {
 		return Policy{}, err
@@ -246,13 +332,37 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 	}
 	for _, name := range request.PassEnv {
 		if !validEnvName(name) {
-			return Policy{}, &PolicyError{"--pass-env", name, "not a variable name"}
+			return Policy{}, &PolicyError{"pass_env", name, "not a variable name"}
 		}
 		if value, ok := environ.Lookup(env, name); ok && value != "" {
 			policy.Env = append(policy.Env, name+"="+value)
 		}
 	}
-	return policy, nil
+	if request.Preview {
+		return policy, nil // unsealed: Run refuses it
+	}
+	if git == GitCommit {
+		if err := makeGitCommitDirs(workdir); err != nil {
+			return Policy{}, err
+		}
+	}
+	if mode != WorkdirDirect {
+		policy.LayerRoot, policy.NoLayer = projectLayers(env, workdir, guard)
+	} else if git == GitCommit {
+		// Where a commit-mode run records the HEAD it starts from (TrustPolicyFile).
+		_, _ = projectLayers(env, workdir, guard)
+	}
+	if request.HomeDir == "" {
+		if policy.Home, err = projectHome(env, workdir, privilegeKey(request, workdir), guard); err != nil {
+			var homeErr *home.Error
+			if !errors.As(err, &homeErr) || !homeErr.Unmade {
+				return Policy{}, err
+			}
+			policy.Home, policy.EphemeralHome = "", true
+			policy.HomeFallback = fallbackReason(homeErr)
+		}
+	}
+	return policy.sealed(), nil
 }
 
 // resolveBindable resolves a read-only bind (--ro, --path) and refuses what may not be
@@ -322,14 +432,14 @@ func resolveCwd(workdir, cwd string) (string, error) {
 		return "", nil
 	}
 	if filepath.IsAbs(cwd) {
-		return "", &PolicyError{"--cwd", cwd, "must be relative to the workdir"}
+		return "", &PolicyError{"cwd", cwd, "must be relative to the workdir"}
 	}
-	real, err := resolveDir("--cwd", filepath.Join(workdir, cwd))
+	real, err := resolveDir("cwd", filepath.Join(workdir, cwd))
 	if err != nil {
-		return "", &PolicyError{"--cwd", cwd, "must name a directory inside the workdir " + workdir}
+		return "", &PolicyError{"cwd", cwd, "must name a directory inside the workdir " + workdir}
 	}
 	if !within(workdir, real) {
-		return "", &PolicyError{"--cwd", describe(cwd, real), "is outside the workdir " + workdir}
+		return "", &PolicyError{"cwd", describe(cwd, real), "is outside the workdir " + workdir}
 	}
 	if real == workdir {
 		return "", nil
@@ -369,24 +479,24 @@ func resolveAll(paths []string) []string {
 // file at the protected name.
 func resolveProtect(workdir, path string) (string, error) {
 	if filepath.IsAbs(path) {
-		return "", &PolicyError{"--protect", path, "must be relative to the workdir"}
+		return "", &PolicyError{"protect", path, "must be relative to the workdir"}
 	}
 	lexical := filepath.Join(workdir, path)
 	if !within(workdir, lexical) || lexical == workdir {
-		return "", &PolicyError{"--protect", path, "must name a path inside the workdir"}
+		return "", &PolicyError{"protect", path, "must name a path inside the workdir"}
 	}
-	real, err := resolvePath("--protect", lexical)
+	real, err := resolvePath("protect", lexical)
 	if err != nil {
 		return "", err
 	}
 	if real != lexical {
-		return "", &PolicyError{"--protect", path, fmt.Sprintf("is reached through a symlink (it resolves to %s); a command could retarget the link, so protect the real path instead", real)}
+		return "", &PolicyError{"protect", path, fmt.Sprintf("is reached through a symlink (it resolves to %s); a command could retarget the link, so protect the real path instead", real)}
 	}
 	// A second name for a protected file, made by an earlier run (`ln ci.yml .x`), would
 	// let the command write it through the unprotected name.
 	if info, err := os.Lstat(real); err == nil && info.Mode().IsRegular() {
 		if stat, ok := info.Sys().(*syscall.Stat_t); ok && stat.Nlink > 1 {
-			return "", &PolicyError{"--protect", path, fmt.Sprintf("has %d hard links; a command could change it through another name, so replace it with a copy of its own (cp %s %s.new && mv %s.new %s)", stat.Nlink, path, path, path, path)}
+			return "", &PolicyError{"protect", path, fmt.Sprintf("has %d hard links; a command could change it through another name, so replace it with a copy of its own (cp %s %s.new && mv %s.new %s)", stat.Nlink, path, path, path, path)}
 		}
 	}
 	return real, nil
@@ -452,26 +562,19 @@ func scratchDirs(cacheDirs []string) []string {
 }
 
 // resolveExisting resolves the longest existing prefix of path and keeps the rest.
-func resolveExisting(path string) string {
-	rest := ""
-	for current := path; ; current = filepath.Dir(current) {
-		if real, err := filepath.EvalSymlinks(current); err == nil {
-			return filepath.Join(real, rest)
-		}
-		if current == "/" || current == "." {
-			return path
-		}
-		rest = filepath.Join(filepath.Base(current), rest)
-	}
-}
+func resolveExisting(path string) string { return pathtree.ResolveExisting(path) }
 
 func checkEnvEntry(entry string) error {
-	name, _, found := strings.Cut(entry, "=")
+	name, value, found := strings.Cut(entry, "=")
 	if !found {
-		return &PolicyError{"--env", entry, "expected NAME=VALUE"}
+		return &PolicyError{"env", entry, "expected NAME=VALUE"}
 	}
 	if !validEnvName(name) {
-		return &PolicyError{"--env", entry, "not a variable name"}
+		return &PolicyError{"env", entry, "not a variable name"}
+	}
+	if strings.ContainsRune(value, 0) {
+		// No environment can carry a NUL: exec would fail after the sandbox was built.
+		return &PolicyError{"env", strings.ReplaceAll(entry, "\x00", `\0`), "its value holds a NUL byte, which no environment variable can carry; remove it"}
 	}
 	return nil
 }
@@ -512,4 +615,24 @@ func resolvePath(field, path string) (string, error) {
 		return "", &PolicyError{field, path, err.Error()}
 	}
 	return real, nil
+}
+
+// refuseSharedWorkdir refuses a workdir another user can write (not the caller, not
+// root): that user could plant what the caller's next host tool trusts (a
+// .git/commondir for root's `git status`) whatever the sandbox does.
+func refuseSharedWorkdir(given, workdir string) error {
+	var stat unix.Stat_t
+	if err := unix.Stat(workdir, &stat); err != nil {
+		return &PolicyError{"workdir", describe(given, workdir), err.Error()}
+	}
+	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
+	switch {
+	case stat.Mode&0o002 != 0:
+		return &PolicyError{"workdir", describe(given, workdir), fmt.Sprintf("is writable by every user (mode %04o); any of them could plant files your host tools trust: chmod o-w it", stat.Mode&0o7777)}
+	case stat.Mode&0o020 != 0 && stat.Gid != gid && stat.Gid != 0:
+		return &PolicyError{"workdir", describe(given, workdir), fmt.Sprintf("is writable by group %d, not yours; its members could plant files your host tools trust: chmod g-w it", stat.Gid)}
+	case stat.Uid != uid && stat.Uid != 0:
+		return &PolicyError{"workdir", describe(given, workdir), fmt.Sprintf("belongs to uid %d, who can write it and plant files your host tools trust; run as that user, or copy the project", stat.Uid)}
+	}
+	return nil
 }

@@ -54,20 +54,29 @@ func TestNewPolicyRefuses(t *testing.T) {
 		request Request
 		field   string
 	}{
-		{"missing workdir", Request{Workdir: filepath.Join(dir, "nope")}, "--workdir"},
-		{"workdir is a file", Request{Workdir: file}, "--workdir"},
-		{"workdir is a link to /etc", Request{Workdir: filepath.Join(dir, "etc-link")}, "--workdir"},
-		{"workdir is /", Request{Workdir: "/"}, "--workdir"},
-		{"workdir is /usr/..", Request{Workdir: "/usr/.."}, "--workdir"},
-		{"missing read-only path", Request{Workdir: dir, ReadOnly: []string{filepath.Join(dir, "nope")}}, "--ro"},
-		{"absolute protect", Request{Workdir: dir, Protect: []string{"/etc"}}, "--protect"},
-		{"missing protect", Request{Workdir: dir, Protect: []string{"nope"}}, "--protect"},
-		{"env without =", Request{Workdir: dir, Env: []string{"NAME"}}, "--env"},
-		{"env empty name", Request{Workdir: dir, Env: []string{"=v"}}, "--env"},
-		{"pass-env bad name", Request{Workdir: dir, PassEnv: []string{"A=B"}}, "--pass-env"},
+		{"missing workdir", Request{Workdir: filepath.Join(dir, "nope")}, "workdir"},
+		{"workdir is a file", Request{Workdir: file}, "workdir"},
+		{"workdir is a link to /etc", Request{Workdir: filepath.Join(dir, "etc-link")}, "workdir"},
+		{"workdir is /", Request{Workdir: "/"}, "workdir"},
+		{"workdir is /usr/..", Request{Workdir: "/usr/.."}, "workdir"},
+		{"missing read-only path", Request{Workdir: dir, ReadOnly: []string{filepath.Join(dir, "nope")}}, "ro"},
+		{"absolute protect", Request{Workdir: dir, Protect: []string{"/etc"}}, "protect"},
+		{"missing protect", Request{Workdir: dir, Protect: []string{"nope"}}, "protect"},
+		{"env without =", Request{Workdir: dir, Env: []string{"NAME"}}, "env"},
+		{"env empty name", Request{Workdir: dir, Env: []string{"=v"}}, "env"},
+		{"pass-env bad name", Request{Workdir: dir, PassEnv: []string{"A=B"}}, "pass_env"},
+		{"env value with a NUL", Request{Workdir: dir, Env: []string{"A=b\x00c"}}, "env"},
+		{"read-only workdir", Request{Workdir: dir, ReadOnly: []string{dir}}, "ro"},
+		{"read-only workdir by another name", Request{Workdir: dir, ReadOnly: []string{dir + "/."}}, "ro"},
+		{"read-only HOME", Request{Workdir: dir, HomeDir: t.TempDir(), ReadOnly: []string{"$HOME"}}, "ro"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			for i, path := range c.request.ReadOnly {
+				if path == "$HOME" {
+					c.request.ReadOnly[i] = c.request.HomeDir
+				}
+			}
 			_, err := NewPolicy(c.request, nil)
 			var policyErr *PolicyError
 			if !errors.As(err, &policyErr) || policyErr.Field != c.field {
@@ -183,5 +192,52 @@ func TestNewPolicyRefusesPlantedLinks(t *testing.T) {
 	}
 	if _, err := NewPolicy(Request{Workdir: target}, nil); err != nil {
 		t.Errorf("the target named itself: %v", err)
+	}
+}
+
+func TestParsePolicyFileRefusesRepeatedKeys(t *testing.T) {
+	for _, doc := range []string{
+		`{"schema":"bwrapkit.policy/v1","ro":["/a"],"ro":["/b"]}`,
+		`{"schema":"bwrapkit.policy/v1","net":true,"NET":false}`,
+		`{"schema":"bwrapkit.policy/v1","schema":"bwrapkit.policy/v1"}`,
+		"{\"schema\":\"bwrapkit.policy/v1\",\"\u017fchema\":\"bwrapkit.policy/v1\"}", // long s: json's fold matches it to schema
+	} {
+		_, err := ParsePolicyFile([]byte(doc))
+		var policyErr *PolicyError
+		if !errors.As(err, &policyErr) || !strings.Contains(policyErr.Reason, "twice") {
+			t.Errorf("%s: want a refusal naming the repeated key, got %v", doc, err)
+		}
+	}
+	if _, err := ParsePolicyFile([]byte(`{"schema":"bwrapkit.policy/v1","ro":["/a","/b"],"env":["A=1"]}`)); err != nil {
+		t.Errorf("a policy without repeats: %v", err)
+	}
+}
+
+func TestPrivilegeKey(t *testing.T) {
+	workdir := t.TempDir()
+	outside := t.TempDir()
+	cases := []struct {
+		name    string
+		request Request
+		want    string
+	}{
+		{"nothing beyond the project", Request{}, ""},
+		{"a read-only path inside", Request{ReadOnly: []string{filepath.Join(workdir, "x")}}, ""},
+		{"the network", Request{Network: true}, "net"},
+		{"a variable set", Request{Env: []string{"A=1"}}, "env=A"},
+		{"the value does not matter", Request{Env: []string{"A=2"}}, "env=A"},
+		{"a variable passed", Request{PassEnv: []string{"TOKEN"}}, "pass-env=TOKEN"},
+		{"a read-write path outside", Request{ReadWrite: []string{outside}}, "rw=" + outside},
+		{"a read-only path outside", Request{ReadOnly: []string{outside}}, "ro=" + outside},
+		{"order does not matter", Request{Network: true, PassEnv: []string{"B", "A"}}, "net\x00pass-env=A\x00pass-env=B"},
+		{"a host the proxy allows", Request{NetAllow: []string{"Registry.example.org:443"}}, "net-allow=registry.example.org:443"},
+		{"commit mode", Request{Git: "commit"}, "git=commit"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := privilegeKey(c.request, workdir); got != c.want {
+				t.Errorf("privilegeKey = %q, want %q", got, c.want)
+			}
+		})
 	}
 }

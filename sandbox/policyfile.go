@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 )
 
 // PolicySchema names the policy file format.
@@ -34,22 +35,64 @@ func MaxPolicyFile() int64 { return maxPolicyFile }
 // schema bwrapkit.policy/v1 with known fields only: a misspelt field that was silently
 // ignored would be a bind or a limit the user believes in and does not have.
 func ParsePolicyFile(data []byte) (PolicyFile, error) {
+	if key := repeatedKey(data); key != "" {
+		return PolicyFile{}, &PolicyError{"policy", "", fmt.Sprintf("names %q twice; JSON would keep only the last, silently dropping the first: keep one (lists hold many values)", key)}
+	}
 	var file PolicyFile
 	decoder := json.NewDecoder(bytes.NewReader(data))
 	decoder.DisallowUnknownFields()
 	if err := decoder.Decode(&file); err != nil {
-		return PolicyFile{}, &PolicyError{"--policy", "", "is not a " + PolicySchema + " document: " + describeJSONError(err)}
+		return PolicyFile{}, &PolicyError{"policy", "", "is not a " + PolicySchema + " document: " + describeJSONError(err)}
 	}
 	if _, err := decoder.Token(); !errors.Is(err, io.EOF) {
-		return PolicyFile{}, &PolicyError{"--policy", "", "has more after its JSON object"}
+		return PolicyFile{}, &PolicyError{"policy", "", "has more after its JSON object"}
 	}
 	if file.Schema != PolicySchema {
-		return PolicyFile{}, &PolicyError{"--policy", "", fmt.Sprintf("has schema %q; want %q", file.Schema, PolicySchema)}
+		return PolicyFile{}, &PolicyError{"policy", "", fmt.Sprintf("has schema %q; want %q", file.Schema, PolicySchema)}
 	}
 	if _, err := ParseGitMode(file.Git); err != nil {
 		return PolicyFile{}, err
 	}
 	return file, nil
+}
+
+// repeatedKey is the first key the top-level object names twice, or "": twice as
+// encoding/json matches keys, ignoring case ("ro" and "RO" fill the same field).
+// Anything that is not a well-formed object is left to the decoder to explain.
+func repeatedKey(data []byte) string {
+	decoder := json.NewDecoder(bytes.NewReader(data))
+	if token, err := decoder.Token(); err != nil || token != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	for decoder.More() {
+		token, err := decoder.Token()
+		key, isKey := token.(string)
+		if err != nil || !isKey {
+			return ""
+		}
+		if seen[foldKey(key)] {
+			return key
+		}
+		seen[foldKey(key)] = true
+		var value json.RawMessage
+		if decoder.Decode(&value) != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
+// foldKey maps every rune to the smallest of its case-fold orbit, as encoding/json's
+// field matching equates them (the Kelvin sign with k, long s with s).
+func foldKey(key string) string {
+	return strings.Map(func(r rune) rune {
+		smallest := r
+		for folded := unicode.SimpleFold(r); folded != r; folded = unicode.SimpleFold(folded) {
+			smallest = min(smallest, folded)
+		}
+		return smallest
+	}, key)
 }
 
 func describeJSONError(err error) string {
@@ -81,13 +124,16 @@ func (file PolicyFile) Merge(request Request) Request {
 	merged.PassEnv = append(append([]string{}, merged.PassEnv...), request.PassEnv...)
 	merged.Limits = append(append([]string{}, merged.Limits...), request.Limits...)
 	merged.Trusted = append(append([]string{}, merged.Trusted...), request.Trusted...)
+	merged.NetAllow = append(append([]string{}, merged.NetAllow...), request.NetAllow...)
 	merged.Network = merged.Network || request.Network
+	merged.KeepAbandoned = request.KeepAbandoned
+	merged.Self = request.Self
 	for _, field := range []struct {
 		into *string
 		from string
 	}{
 		{&merged.Workdir, request.Workdir}, {&merged.HomeDir, request.HomeDir},
-		{&merged.Git, request.Git}, {&merged.Cwd, request.Cwd},
+		{&merged.Git, request.Git}, {&merged.Cwd, request.Cwd}, {&merged.WorkdirMode, request.WorkdirMode}, {&merged.Cache, request.Cache},
 	} {
 		if field.from != "" {
 			*field.into = field.from

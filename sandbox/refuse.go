@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/bwrapkit/bwrapkit/internal/environ"
+	"github.com/bwrapkit/bwrapkit/internal/pathtree"
 )
 
 // The refusal rules are decided on fully resolved paths only: `--workdir /bin` on a
@@ -28,10 +31,10 @@ func sharedRoots() []string {
 // (/proc/1/environ, /proc/*/root), its kernel objects and its devices.
 func readOnlyRefused() []string { return []string{"/", "/proc", "/sys", "/dev"} }
 
-// Guard is what the caller must keep out of a sandbox's reach for writing, besides the
+// reachGuard is what the caller must keep out of a sandbox's reach for writing, besides the
 // fixed rules: the caller's home and bwrapkit's own trusted state (its home with the
 // managed bwrap, the probe cache, the bwrap in use), all resolved.
-type Guard struct {
+type reachGuard struct {
 	Home    []string // the caller's home directory ($HOME and the passwd entry)
 	Trusted []string // a workdir may enclose none of these nor lie inside one
 	// Scratch are bwrapkit's own directories for sandboxes (the doctor's self-test
@@ -39,9 +42,9 @@ type Guard struct {
 	Scratch []string
 }
 
-// RefuseWritable says why a resolved path may not be bound read-write, or nil. field and
+// refuseWritable says why a resolved path may not be bound read-write, or nil. field and
 // given name the flag and the path as the user wrote it, for the message.
-func RefuseWritable(field, given, real string, guard Guard) error {
+func refuseWritable(field, given, real string, guard reachGuard) error {
 	for _, tree := range systemTrees() {
 		if within(tree, real) {
 			return &PolicyError{field, describe(given, real), fmt.Sprintf("is at or under the system directory %s, which is never writable inside; choose a project directory", tree)}
@@ -61,6 +64,13 @@ func RefuseWritable(field, given, real string, guard Guard) error {
 			return &PolicyError{field, describe(given, real), fmt.Sprintf("encloses or lies inside %s, bwrapkit's own state (its home, probe cache, the bwrap in use or bwrapkit itself), which a command must never be able to replace; choose another directory or move that state (--home, XDG_CACHE_HOME, --bwrap)", trusted)}
 		}
 	}
+	return refuseHomeDotEntry(field, given, real, guard)
+}
+
+// refuseHomeDotEntry refuses a path at or under one of the caller's home dot-entries
+// (~/.ssh, ~/.config, ~/.bashrc): --rw and the workdir would let a command write there,
+// --ro would show it keys, and --report would have bwrapkit itself write a start-up file.
+func refuseHomeDotEntry(field, given, real string, guard reachGuard) error {
 	for _, home := range guard.Home {
 		inScratch := slices.ContainsFunc(guard.Scratch, func(dir string) bool { return dir != real && within(dir, real) })
 		if dot := homeDotEntry(home, real); dot != "" && !inScratch {
@@ -68,6 +78,15 @@ func RefuseWritable(field, given, real string, guard Guard) error {
 		}
 	}
 	return nil
+}
+
+// RefuseCallerDotEntry refuses a resolved path bwrapkit itself would write for the caller
+// (the CLI's --report) when it lies at or under one of the caller's home dot-entries
+// (~/.ssh, ~/.config, ~/.bashrc): bwrapkit would write a start-up file itself. env is
+// the caller's environment (its HOME); field and given name the input, for the message.
+func RefuseCallerDotEntry(field, given, real string, env []string) error {
+	cacheDirs := DefaultProber(env).CacheDirs
+	return refuseHomeDotEntry(field, given, real, reachGuard{Home: callerHomes(environ.Getenv(env)), Scratch: scratchDirs(cacheDirs)})
 }
 
 // RefuseReadOnly says why a resolved path may not be bound even read-only, or nil.
@@ -104,10 +123,8 @@ func describe(given, real string) string {
 	return fmt.Sprintf("%s (%s)", given, real)
 }
 
-// within reports whether path is dir or below it.
-func within(dir, path string) bool {
-	return path == dir || dir == "/" || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
-}
+// within reports whether path is dir or below it (package pathtree's rule).
+func within(dir, path string) bool { return pathtree.Within(dir, path) }
 
 // ancestorsBelow lists the directories strictly between dir and path (path inside dir),
 // outermost first: /w, /w/a/b/c -> /w/a, /w/a/b.
@@ -139,13 +156,13 @@ func absolute(path string) string {
 	return path
 }
 
-// RefusePlantedLinks refuses a read-write path whose resolution passes through a symlink
+// refusePlantedLinks refuses a read-write path whose resolution passes through a symlink
 // that a sandbox could have planted: an earlier run with workdir P leaves `P/sub ->
 // /home/u/.ssh`, and a later `--workdir P/sub` would bind the target read-write. A link
 // is trusted only where no sandbox can write: directly in / (/home -> /data/home), in
 // /var, /var/lib, /run or /home themselves, under a system tree, or directly in the
 // caller's home. given is the path as the user wrote it.
-func RefusePlantedLinks(field, given string, guard Guard) error {
+func refusePlantedLinks(field, given string, guard reachGuard) error {
 	current := "/"
 	for _, name := range strings.Split(strings.TrimPrefix(filepath.Clean(absolute(given)), "/"), "/") {
 		if name == "" {
@@ -171,7 +188,7 @@ func RefusePlantedLinks(field, given string, guard Guard) error {
 	return nil
 }
 
-func linkParentTrusted(dir string, guard Guard) bool {
+func linkParentTrusted(dir string, guard reachGuard) bool {
 	if slices.Contains([]string{"/", "/var", "/var/lib", "/run", "/home"}, dir) || slices.Contains(guard.Home, dir) {
 		return true
 	}

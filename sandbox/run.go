@@ -18,7 +18,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bwrapkit/bwrapkit/internal/capped"
 	"github.com/bwrapkit/bwrapkit/locate"
+	"github.com/bwrapkit/bwrapkit/sandbox/cgroup"
+	"github.com/bwrapkit/bwrapkit/sandbox/lifetime"
 	"github.com/bwrapkit/bwrapkit/sandbox/limits"
 )
 
@@ -39,35 +42,76 @@ type Options struct {
 	// LaunchTimeout bounds the wait for bwrap's child-pid report (default 30s): a
 	// bwrap that hangs during setup is killed and reported, never waited on forever.
 	LaunchTimeout time.Duration
+	// Prober probes Bwrap; nil means a DefaultProber of the process's environment as it is
+	// at the call. Pass the one that located and probed the binary to skip a second probe.
+	Prober *Prober
+	// Keeper is an executable that runs lifetime.Main when its first argument is
+	// lifetime.KeeperCommand (bwrapkit itself; a program embedding the runner calls
+	// lifetime.KeeperMain first in its main and names os.Executable() here). It watches
+	// the run from a session of its own and kills the sandbox if the caller dies before
+	// the run is over. Empty: no keeper, and Result.Lifetime says so.
+	Keeper string
+	// NetProxy routes the command's HTTP(S) through bwrapkit's allowlist proxy (see
+	// NetProxy); zero: none.
+	NetProxy NetProxy
+	// Caches are the caller's tool caches to layer under the project HOME's (see
+	// CacheLayer); a bwrap without --overlay gets none.
+	Caches []CacheLayer
 }
 
 const (
 	defaultLaunchTimeout = 30 * time.Second
 	// statusFD is where bwrap writes its JSON status: the first of cmd.ExtraFiles.
 	statusFD = "3"
-	// stderrTailSize keeps enough of bwrap's stderr to explain a failure.
-	stderrTailSize = 4096
 	// drainBound is how long to wait for pipes after bwrap exits; the pid namespace
 	// ends every process in it when its init exits, so this is only a safety net.
 	drainBound = 2 * time.Second
+	// lostSightGrace is how long bwrap may take to exit of its own setup failure after
+	// the gate saw its child gone, before it is killed (and the gate's word stands).
+	lostSightGrace = 500 * time.Millisecond
 )
 
 // Run runs cmd inside the sandbox policy describes. It returns a Result only when bwrap
 // proved the launch; otherwise an *UnavailableError and the command did not run. A
 // cancelled ctx kills the sandbox and returns ctx's error with the partial Result.
+//
+// Run takes only a policy NewPolicy returned, unchanged but for Features (a policy of
+// any other origin is refused with ReasonInvalidPolicy), and it probes opts.Bwrap itself
+// rather than trust policy.Features, so every decision the argv depends on is its own.
+//
+// Run changes one thing in the calling process: it sets close-on-exec on every
+// descriptor above 2, so that bwrap, and through it the sandbox, inherits only the
+// descriptors Run hands it (a caller's database socket or secret file stays out). A
+// caller that forks children of its own with inherited descriptors must pass them
+// explicitly (exec.Cmd.ExtraFiles does).
 func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result, error) {
+	if !policy.hasValidSeal() {
+		return Result{}, &UnavailableError{Reason: ReasonInvalidPolicy, Bwrap: opts.Bwrap, Err: errUnsealed}
+	}
+	// The run's attachments, checked as NewPolicy checks its own paths (extend.go).
+	if err := checkCaches(policy, opts.Caches); err != nil {
+		return Result{}, &UnavailableError{Reason: ReasonInvalidPolicy, Bwrap: opts.Bwrap, Err: err}
+	}
+	if err := checkNetProxy(policy, opts.NetProxy); err != nil {
+		return Result{}, &UnavailableError{Reason: ReasonInvalidPolicy, Bwrap: opts.Bwrap, Err: err}
+	}
+	policy.NetProxy, policy.Caches = opts.NetProxy, opts.Caches
 	if err := usable(opts.Bwrap); err != nil {
 		return Result{}, err
 	}
-	if policy.Features.Options == nil {
-		features, err := Capable(ctx, opts.Bwrap)
-		if err != nil {
-			return Result{}, err
-		}
-		policy.Features = features
-	} else if missing := policy.Features.Missing(); len(missing) > 0 {
-		return Result{}, &UnavailableError{Reason: ReasonUnsupported, Bwrap: opts.Bwrap, Missing: missing, NotBwrap: !policy.Features.IsBwrap()}
+	if err := checkTrusted(opts.Bwrap); err != nil {
+		return Result{}, err
 	}
+	prober := opts.Prober
+	if prober == nil {
+		fresh := DefaultProber(os.Environ())
+		prober = &fresh
+	}
+	features, err := prober.Capable(ctx, opts.Bwrap)
+	if err != nil {
+		return Result{}, err
+	}
+	policy.Features = features
 	if err := check(opts.Bwrap, policy, cmd); err != nil {
 		return Result{}, &UnavailableError{Reason: ReasonInvalidPolicy, Bwrap: opts.Bwrap, Err: err}
 	}
@@ -83,16 +127,56 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 		// could leave it a shorter, valid, weaker program.
 		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: fmt.Errorf("the seccomp filter is %d bytes, more than one atomic pipe write", len(program))}
 	}
-	plan, err := planLaunch(policy, cmd, opts.Bwrap)
+	choice, err := policy.ChooseMode()
 	if err != nil {
+		var unavailable *UnavailableError
+		if errors.As(err, &unavailable) {
+			unavailable.Bwrap = opts.Bwrap
+		}
+		return Result{}, err
+	}
+	if err := recordPolicyBase(policy, choice.Mode); err != nil {
+		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: err}
+	}
+	if choice.Mode == WorkdirDirect {
+		if err := policy.RefuseSelfInsideDirect(); err != nil {
+			return Result{}, &UnavailableError{Reason: ReasonInvalidPolicy, Bwrap: opts.Bwrap, Err: err}
+		}
+	}
+	var txn *transaction
+	if choice.Mode == WorkdirTransactional {
+		if txn, err = beginTransaction(policy); err != nil {
+			return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: err}
+		}
+		policy.overlay = overlayDirs{upper: txn.layer.Upper, work: txn.layer.Work}
+	}
+	plan, err := planLaunch(resolve(policy), cmd, opts.Bwrap)
+	if err != nil {
+		txn.abort()
 		return Result{}, err
 	}
 	defer plan.close()
 	plan.program = program
 	result, err := start(ctx, plan, opts)
-	if result.Started {
+	result.WorkdirMode, result.ModeFallback = choice.Mode, choice.Fallback
+	if txn != nil {
+		// The sandbox is gone (start returns only once its pid 1 is dead), so nothing
+		// writes the layer any more: vet it and land what is accepted.
+		for _, layer := range txn.abandoned {
+			if layer.MidLanding {
+				result.Interrupted = append(result.Interrupted, layer.Dir)
+			} else {
+				result.Abandoned = append(result.Abandoned, layer.Dir)
+			}
+		}
+		if landErr := txn.finish(result, err); landErr != nil && err == nil {
+			err = landErr
+		}
+		result.Changes, result.Refused, result.Quarantine = txn.outcome()
+	}
+	if result.Started || result.Failure != "" {
 		// The sandbox is gone (its pid namespace ended with it): nothing races this.
-		moved, auditErr := AuditGit(policy)
+		moved, auditErr := auditGit(policy)
 		result.GitMovedAside = moved
 		if auditErr != nil && err == nil {
 			err = &GitAuditError{Err: auditErr}
@@ -125,16 +209,18 @@ type launchPlan struct {
 	expected []expectation
 	program  []byte
 	limits   limits.Limits
-	policy   Policy
 	command  string
+	// lookInside is the run's (resolved.lookInside), for telling a 126 from a 127.
+	lookInside func(name string) (path string, found bool)
 }
 
-// planLaunch opens every bind source and builds the argv that binds those descriptors.
-func planLaunch(policy Policy, cmd []string, bwrap string) (*launchPlan, error) {
+// planLaunch opens every bind source of the resolved run and builds the argv that binds
+// those descriptors.
+func planLaunch(run resolved, cmd []string, bwrap string) (*launchPlan, error) {
 	plan := &launchPlan{sources: map[string]source{}}
 	fds := layout{seccompFD: seccompFD, sourceFD: map[string]int{}}
-	byFD := policy.Features.Has("bind-fd") && policy.Features.Has("ro-bind-fd")
-	for _, bind := range binds(policy) {
+	byFD := run.features.Has("bind-fd") && run.features.Has("ro-bind-fd")
+	for _, bind := range run.binds {
 		if _, done := plan.sources[bind.path]; done {
 			continue
 		}
@@ -144,20 +230,18 @@ func planLaunch(policy Policy, cmd []string, bwrap string) (*launchPlan, error) 
 			return nil, &UnavailableError{Reason: ReasonUnverified, Bwrap: bwrap, Err: err}
 		}
 		plan.sources[bind.path] = src
-		if byFD {
+		// The overlay's lower layer is opened by path: its descriptor stays here. Passed
+		// on unconsumed it would reach the command, a live handle on the host's project.
+		if byFD && bind.option != overlayOption {
 			fds.sourceFD[bind.path] = firstFD + len(plan.files)
 			plan.files = append(plan.files, src.file)
 		}
 	}
-	argv, err := build(bwrap, policy, cmd, fds)
-	if err != nil {
-		plan.close()
-		return nil, &UnavailableError{Reason: ReasonInvalidPolicy, Bwrap: bwrap, Err: err}
-	}
+	argv := build(bwrap, run, cmd, fds)
 	plan.argv = append([]string{argv[0], "--json-status-fd", statusFD}, argv[1:]...)
-	plan.expected = expectations(policy, plan.sources)
-	plan.limits = policy.Limits
-	plan.policy, plan.command = policy, cmd[0]
+	plan.expected = expectations(run, plan.sources)
+	plan.limits = run.limits
+	plan.command, plan.lookInside = cmd[0], run.lookInside
 	return plan, nil
 }
 
@@ -182,6 +266,20 @@ func usable(bwrap string) error {
 		return &UnavailableError{Reason: ReasonNotExecutable, Bwrap: bwrap, Err: errors.New("not a regular file")}
 	case info.Mode().Perm()&0o111 == 0:
 		return &UnavailableError{Reason: ReasonNotExecutable, Bwrap: bwrap, Err: errors.New("no execute permission")}
+	}
+	return nil
+}
+
+// checkTrusted refuses a bwrap that another user or a sandbox could replace (package trust's
+// rule, the one locate applies when it searches): a caller of this package that names a
+// bwrap in a world-writable directory would otherwise run whatever was put there.
+func checkTrusted(bwrap string) error {
+	exposed, _, err := locate.Replaceable(locate.OS{}, bwrap)
+	switch {
+	case err != nil:
+		return &UnavailableError{Reason: ReasonUntrusted, Bwrap: bwrap, Err: fmt.Errorf("%s or a directory above it cannot be inspected: %w", bwrap, err)}
+	case exposed != "":
+		return &UnavailableError{Reason: ReasonUntrusted, Bwrap: bwrap, Err: fmt.Errorf("another user or a sandbox could replace it: %s", exposed)}
 	}
 	return nil
 }
@@ -221,7 +319,29 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 	filter := &heldFilter{pipe: filterWrite}
 	defer filter.withhold()
 
-	stderr := &tailWriter{out: opts.Stderr, max: stderrTailSize}
+	// The keeper exists before bwrap does: no moment of the run is unkept.
+	var keeper *lifetime.Keeper
+	mode := LifetimeUnkept
+	if opts.Keeper != "" {
+		if keeper, err = lifetime.Start(opts.Keeper); err != nil {
+			statusWrite.Close()
+			filterRead.Close()
+			return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: argv[0], Err: err}
+		}
+		// Said last, once everything of the run is gone (the deferred calls run in reverse).
+		defer keeper.Release()
+		mode = LifetimeKeeper
+	}
+	// So does the run's cgroup, where the host allows one: bwrap is started in it.
+	group, cgroups, err := startCgroup(plan, keeper)
+	if err != nil {
+		statusWrite.Close()
+		filterRead.Close()
+		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: argv[0], Err: err}
+	}
+	defer group.End(cgroupEndBound) // the early returns; the run's end ends it below
+
+	stderr := &capped.Tail{Out: opts.Stderr} // bwrap's own words explain a failure
 	process := exec.Command(argv[0], argv[1:]...)
 	process.Stdin, process.Stdout, process.Stderr = opts.Stdin, opts.Stdout, stderr
 	direct, _ := opts.Stderr.(*os.File)
@@ -230,22 +350,43 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 	}
 	process.ExtraFiles = append([]*os.File{statusWrite, filterRead}, plan.files...)
 	process.Env = []string{} // bwrap gets nothing of ours; --setenv builds the inside
+	if keeper != nil {
+		// Only the keeper's mark, which --clearenv keeps from the command.
+		process.Env = []string{keeper.Env()}
+	}
 	// Its own process group: a terminal's ^C reaches bwrapkit, which decides.
-	process.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// And a parent-death signal from its first instruction: bwrap's own --die-with-parent
+	// comes later, and a bwrap whose start was under way when bwrapkit died would otherwise
+	// run on after the keeper stopped looking (Go kills the child at once when its parent
+	// is already gone by the time the signal is set).
+	process.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if group != nil {
+		group.Attach(process.SysProcAttr)
+	}
 	process.WaitDelay = drainBound
 
 	began := time.Now()
-	exited, err := startInFreshKeyring(process)
+	exited, err := startInFreshKeyring(process, group)
 	statusWrite.Close()
 	filterRead.Close()
 	if err != nil {
 		return Result{}, &UnavailableError{Reason: ReasonStartFailed, Bwrap: argv[0], Err: err}
 	}
 
+	if keeper != nil {
+		if err := keeper.Watch("bwrap", process.Process.Pid); err != nil {
+			kill(process, sandboxInit{})
+			<-exited
+			return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: argv[0], Err: fmt.Errorf("the run's keeper is gone: %w", err)}
+		}
+	}
+
 	status := watchStatus(statusRead)
 	observed := launch{}
 	var child sandboxInit
-	defer child.close()
+	// A closure: `defer child.close()` would copy child now, before its pidfd exists, and
+	// leak one descriptor per run.
+	defer func() { child.close() }()
 	launchTimeout := opts.LaunchTimeout
 	if launchTimeout == 0 {
 		launchTimeout = defaultLaunchTimeout
@@ -255,7 +396,7 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 	gateCtx, stopGate := context.WithCancel(ctx)
 	defer stopGate()
 	var gated <-chan error
-	var deadline <-chan time.Time
+	var deadline, lostSight <-chan time.Time
 	var waitErr, interrupted, refused error
 	cancelled := ctx.Done()
 
@@ -265,11 +406,26 @@ wait:
 		case pid := <-status.childPID:
 			observed.childPID = pid
 			child = holdInit(pid)
+			// The keeper knows pid 1 before the command can exist (the gate releases it).
+			if keeper != nil {
+				if err := keeper.Watch("init", pid); err != nil {
+					refused = fmt.Errorf("the run's keeper is gone: %w", err)
+					kill(process, child)
+					continue
+				}
+			}
 			gated = gate(gateCtx, pid, plan, filter)
 		case err := <-gated:
 			gated = nil
 			if err != nil {
 				refused = err
+				if errors.As(err, new(childGoneError)) {
+					// The child died while being built: bwrap is dying of its own setup
+					// failure, and its words name the cause. The filter stays withheld, so
+					// no command can start meanwhile; the kill waits a moment for them.
+					lostSight = time.After(lostSightGrace)
+					continue
+				}
 				kill(process, child)
 				continue
 			}
@@ -279,10 +435,13 @@ wait:
 				defer timer.Stop()
 				deadline = timer.C
 			}
+		case <-lostSight:
+			lostSight = nil
+			kill(process, child)
 		case <-launchTimer.C:
 			kill(process, child)
 			<-exited
-			return Result{}, &UnavailableError{Reason: ReasonLaunchTimeout, Bwrap: argv[0], Stderr: stderr.tail(), Err: fmt.Errorf("%v", launchTimeout)}
+			return Result{}, &UnavailableError{Reason: ReasonLaunchTimeout, Bwrap: argv[0], Stderr: stderr.String(), Err: fmt.Errorf("%v", launchTimeout)}
 		case <-deadline:
 			observed.timedOut = true
 			kill(process, child)
@@ -304,6 +463,8 @@ wait:
 	// telling its child to go on (a capset refused by an outer seccomp filter, say), the
 	// child waits on an eventfd forever, unreported, in bwrap's group.
 	_ = syscall.Kill(-process.Process.Pid, syscall.SIGKILL)
+	// And the cgroup: the run is over only once nothing of it is left.
+	cgroups.ended = group.End(cgroupEndBound)
 
 	// The status pipe closes with bwrap and the namespace, so this read is short.
 	select {
@@ -314,25 +475,31 @@ wait:
 		observed.exitCode, observed.exitReported = report.exitCode, report.exitReported
 	case <-time.After(drainBound):
 	}
-	observed.stderr = stderr.tail()
+	observed.stderr = stderr.String()
 	observed.bwrapStatus = exitStatusOf(waitErr)
 	observed.withheld = !filter.released()
 	if process.Stderr == direct && direct != nil {
 		observed.direct = true
 		if !observed.exitReported && !observed.withheld {
-			_, observed.commandFound = lookInside(plan.policy, plan.command)
+			_, observed.commandFound = plan.lookInside(plan.command)
 		}
 	}
 
 	result, reason := classify(observed)
 	result.Duration = time.Since(began)
+	result.Lifetime = mode
+	result.Cgroup = cgroups.result()
 	switch {
 	case interrupted != nil:
 		// Interrupted after the gate let the command start: it ran, and was killed.
-		if !result.Started && !observed.withheld && observed.childPID != 0 {
+		if !result.Started && result.Failure == "" && !observed.withheld && observed.childPID != 0 {
 			result = Result{Started: true, Duration: result.Duration}
 		}
 		return result, interrupted
+	case refused != nil && errors.As(refused, new(childGoneError)) && observed.bwrapStatus > 0 && observed.bwrapSaidError():
+		// bwrap exited on its own with its error: its setup failure decides, the gate's
+		// "unverified" is only for a sandbox that was built and did not match.
+		return Result{}, &UnavailableError{Reason: ReasonSetupFailed, Bwrap: argv[0], Stderr: observed.stderr, StderrShown: observed.direct, Err: waitErr}
 	case refused != nil:
 		var unavailable *UnavailableError
 		if errors.As(refused, &unavailable) {
@@ -354,8 +521,12 @@ func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter) <-
 		// The bounds go on bwrap's child before it forks the command (it waits for the
 		// filter first), so the command inherits them from its first instruction.
 		var err error
+		cgroup.PreferInside(pid)
 		if boundErr := limits.Apply(pid, plan.limits); boundErr != nil {
 			err = &UnavailableError{Reason: ReasonHardening, Err: boundErr}
+			if errors.Is(boundErr, unix.ESRCH) {
+				err = childGoneError{err} // the child died in its setup before its bounds were set
+			}
 		}
 		var root *os.File
 		if err == nil {
@@ -420,7 +591,7 @@ func (h *heldFilter) released() bool {
 // forking thread's, so the caller's keys would otherwise be one keyctl away. The thread
 // stays until bwrap exits: --die-with-parent's signal fires when the forking thread
 // ends, not the process. The keyring is a second wall; the filter denies keyctl.
-func startInFreshKeyring(process *exec.Cmd) (<-chan error, error) {
+func startInFreshKeyring(process *exec.Cmd, group *cgroup.Group) (<-chan error, error) {
 	started := make(chan error, 1)
 	exited := make(chan error, 1)
 	go func() {
@@ -431,7 +602,20 @@ func startInFreshKeyring(process *exec.Cmd) (<-chan error, error) {
 			started <- fmt.Errorf("joining a fresh session keyring: %w", err)
 			return
 		}
-		if err := process.Start(); err != nil {
+		// v1 cgroups are joined by thread: this one, for the moment of the fork.
+		leave, err := group.EnterThread()
+		if err != nil {
+			started <- err
+			return
+		}
+		err = process.Start()
+		if leaveErr := leave(); leaveErr != nil && err == nil {
+			// This thread must not stay in the run's cgroups, which end with the run.
+			kill(process, sandboxInit{})
+			_ = process.Wait()
+			err = fmt.Errorf("leaving the run's cgroups after starting bwrap: %w", leaveErr)
+		}
+		if err != nil {
 			started <- err
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bwrapkit/bwrapkit/home"
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
@@ -48,29 +49,29 @@ func TestAttackPlantedProjectHomeIsRefused(t *testing.T) {
 	env := []string{"XDG_CACHE_HOME=" + cache, "HOME=/nonexistent"}
 	workdir := livetest.TempDir(t)
 	realWorkdir, _ := filepath.EvalSymlinks(workdir)
-	homes := filepath.Join(cache, "bwrapkit", homesDirName)
+	homes := filepath.Join(cache, "bwrapkit", "home")
 	if err := os.MkdirAll(homes, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	target := t.TempDir() // stands for ~/.ssh: what the planted link wants written
-	home := filepath.Join(homes, projectHomeName(realWorkdir))
-	if err := os.Symlink(target, home); err != nil {
+	planted := filepath.Join(homes, home.ProjectName(realWorkdir))
+	if err := os.Symlink(target, planted); err != nil {
 		t.Fatal(err)
 	}
 	_, err := NewPolicy(Request{Workdir: workdir}, env)
-	var homeErr *HomeError
+	var homeErr *home.Error
 	var policyErr *PolicyError
 	if !errors.As(err, &homeErr) && !errors.As(err, &policyErr) {
 		t.Fatalf("a planted HOME link was accepted: %v", err)
 	}
-	if info, err := os.Lstat(home); err != nil || info.Mode()&os.ModeSymlink == 0 {
+	if info, err := os.Lstat(planted); err != nil || info.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the planted link was touched: %v", err)
 	}
 	if entries, _ := os.ReadDir(target); len(entries) != 0 {
 		t.Errorf("the link's target was written: %v", entries)
 	}
 	// A homes directory another user could write is not trusted either.
-	os.Remove(home)
+	os.Remove(planted)
 	os.Chmod(homes, 0o777)
 	if _, err := NewPolicy(Request{Workdir: workdir}, env); !errors.As(err, &homeErr) {
 		t.Errorf("a world-writable homes directory was trusted: %v", err)
@@ -91,7 +92,7 @@ func TestAttackPlantedProjectHomeIsRefused(t *testing.T) {
 func TestAttackWorkdirCannotReachTheHomes(t *testing.T) {
 	cache := t.TempDir()
 	env := []string{"XDG_CACHE_HOME=" + cache}
-	homes := filepath.Join(cache, "bwrapkit", homesDirName)
+	homes := filepath.Join(cache, "bwrapkit", "home")
 	other := filepath.Join(homes, "other-0123456789abcdef")
 	if err := os.MkdirAll(other, 0o700); err != nil {
 		t.Fatal(err)
@@ -128,7 +129,12 @@ func TestLiveReadWriteBindAndHome(t *testing.T) {
 		workdir, extra := livetest.TempDir(t), livetest.TempDir(t)
 		cache := t.TempDir()
 		s := sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir, ReadWrite: []string{extra}}, env: []string{"XDG_CACHE_HOME=" + cache}}
-		policy, err := NewPolicy(s.request, s.env)
+		// The HOME of the run's own policy: its read-only test binary outside the project
+		// is a privilege, and the HOME is keyed by it.
+		asRun := s.request
+		asRun.ReadOnly = []string{testExecutable(t)}
+		asRun.Env = []string{helperEnv + "=1"} // as sandboxRun.run sets it: a variable set is a privilege too
+		policy, err := NewPolicy(asRun, s.env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,22 +151,6 @@ func TestLiveReadWriteBindAndHome(t *testing.T) {
 			t.Errorf("the workdir got %v", entries)
 		}
 	})
-}
-
-// TestProjectHomeMakesNoMissingPlace: a TMPDIR or XDG_CACHE_HOME under a directory that
-// does not exist (HOME=/nonexistent, a service account) is passed over, never created.
-func TestProjectHomeMakesNoMissingPlace(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "nonexistent")
-	if err := makeDirs(filepath.Join(missing, "tmp", "bwrapkit", homesDirName), filepath.Join(missing, "tmp", "bwrapkit", homesDirName, "p-0")); err == nil {
-		t.Errorf("a home was made under a missing directory")
-	}
-	if _, err := os.Stat(missing); err == nil {
-		t.Errorf("%s was created", missing)
-	}
-	cache := filepath.Join(t.TempDir(), "cache") // the base itself may be made
-	if err := makeDirs(filepath.Join(cache, "bwrapkit", homesDirName), filepath.Join(cache, "bwrapkit", homesDirName, "p-0")); err != nil {
-		t.Errorf("a cache base in an existing directory: %v", err)
-	}
 }
 
 // TestLiveEphemeralHomeWithoutACacheDirectory: a service account with no home and no
@@ -201,7 +191,7 @@ func TestWorkdirInBwrapkitsCacheGetsAnEphemeralHome(t *testing.T) {
 	if err != nil || !policy.EphemeralHome || policy.Home != "" {
 		t.Fatalf("%+v %v", policy.Home, err)
 	}
-	if _, err := os.Stat(filepath.Join(cache, "bwrapkit", homesDirName)); err == nil {
+	if _, err := os.Stat(filepath.Join(cache, "bwrapkit", "home")); err == nil {
 		t.Errorf("a homes directory was made")
 	}
 }

@@ -16,6 +16,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 parse_out_only "" "$@"
 out="${out:-$root/dist}"
+# Absolute: the builds below run from the repository root, whatever the caller's directory.
+case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
 GO="${GO:-go}"
 VERSION="${VERSION:-dev}"
 bwraps="$root/.cache/bwraps"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build bubblewrap 0.12.0 as a static, reproducible binary (recipe: /work/shared/REFERENCE.md,
-# "Static bwrap artifacts").
+# Build bubblewrap 0.12.0 as a static, reproducible binary (the recipe is this script; the
+# pins it must reproduce are in install/default-manifest.json).
 #
 # Usage: build-static-bwrap.sh [--arch amd64|arm64] [--source FILE] [--out DIR]   (DIR: ./dist)
 #
@@ -149,7 +149,7 @@ tar -xJf "$tarball" -C "$tmp/src"
 srcdir="$tmp/src/bubblewrap-${VERSION}"
 [ -f "$srcdir/meson.build" ] || die "unexpected tarball layout: no bubblewrap-${VERSION}/meson.build"
 
-# ---- build (exactly the REFERENCE recipe; cross: the same plus a generated meson cross file) ---
+# ---- build (the pinned recipe; cross: the same plus a generated meson cross file) ---
 cross_args=()
 if [ "$cross" = 1 ]; then
   cat >"$tmp/cross-$arch.ini" <<EOF

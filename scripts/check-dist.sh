@@ -11,6 +11,8 @@ exec </dev/null
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 parse_out_only "" "$@"
 out="${out:-$(dirname "$here")/dist}"
+# Absolute before the cd below: every later path is built from it.
+out="$(cd "$out" && pwd)" || die "no release directory $out (make dist builds it)"
 cd "$out"
 
 sha256sum --quiet -c SHA256SUMS || die "SHA256SUMS does not match the files in $out"

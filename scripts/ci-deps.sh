@@ -9,11 +9,18 @@
 #   xz-utils curl ca-certificates    source tarball handling and downloads
 #   prometheus                       promtool (checks the doctor's --format prometheus output, the rules)
 #   prometheus-node-exporter         make fleet scrapes the doctor's textfile with it (on loopback)
-#   ansible-core                     make fleet runs contrib/ansible's role against localhost
-#   systemd python3-seccomp strace   systemd-analyze verify/syscall-filter, sysusers, tmpfiles; the
-#                                    unit's seccomp settings rebuilt from systemd's own tables
+#   ansible-core                     Debian's ansible-core on the host, as the role's README assumes
+#                                    (make fleet runs the same package inside its guests)
+#   systemd systemd-container        systemd-nspawn: make fleet boots Debian 12 guests with it
+#   python3-seccomp strace           Debian's seccomp bindings and strace, for tracing the sandbox
 #   iproute2 util-linux              ip; setpriv/unshare for the as-nobody and namespace tests
 #   git make                         repo root lookup, Makefile targets
+#   debootstrap                      scripts/debian-rootfs.sh: the Debian rootfs make hosts and make fleet boot
+#   docker.io podman lxc uidmap      make hosts runs the doctor inside real containers of each engine
+#   systemd-container                (uidmap: newuidmap for rootless Podman and unprivileged LXC;
+#                                    systemd-nspawn). No service of theirs is started: a
+#                                    policy-rc.d refuses it during the install, and make hosts
+#                                    starts its own dockerd on a scratch socket
 #   python3-pytest                   the pytest workload test (run's live workloads; node is
 #                                    used wherever it already is, see the npm note below)
 #   the shellcheck package          make lint checks the scripts with it
@@ -49,10 +56,12 @@ pkgs=(
   meson ninja-build gcc libc6-dev libcap-dev pkg-config binutils
   xz-utils curl ca-certificates
   prometheus prometheus-node-exporter ansible-core
-  systemd python3-seccomp strace
+  systemd systemd-container python3-seccomp strace
   iproute2 util-linux
   git make
-  python3-pytest
+  debootstrap
+  docker.io podman lxc uidmap systemd-container
+  python3-pytest python3-pip
   shellcheck
 )
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
@@ -70,8 +79,18 @@ export DEBIAN_FRONTEND=noninteractive
 log "apt-get update"
 apt-get -q update
 exporter_was_installed=$(dpkg-query -W -f '${Status}' prometheus-node-exporter 2>/dev/null || true)
+# Packages whose services must not start here (docker.io, lxc): Debian's own mechanism.
+own_policy=0
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\n# bwrapkit ci-deps: no service starts during this install\nexit 101\n' >/usr/sbin/policy-rc.d
+  chmod 0755 /usr/sbin/policy-rc.d
+  own_policy=1
+fi
 log "apt-get install ${pkgs[*]}"
-apt-get -q install -y --no-install-recommends "${pkgs[@]}"
+installed=1
+apt-get -q install -y --no-install-recommends "${pkgs[@]}" || installed=0
+if [ "$own_policy" = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi
+[ "$installed" = 1 ] || die "apt-get install failed"
 # Debian's package starts node_exporter on every interface (:9100) where systemd runs; make
 # fleet starts its own on loopback, so one this script brought in is stopped and disabled.
 if [ "$exporter_was_installed" != "install ok installed" ] && [ -d /run/systemd/system ]; then
@@ -80,7 +99,7 @@ if [ "$exporter_was_installed" != "install ok installed" ] && [ -d /run/systemd/
 fi
 
 for c in bwrap meson ninja gcc pkg-config strip xz curl promtool prometheus-node-exporter ansible-playbook \
-  systemd-analyze strace ip setpriv git make shellcheck npm; do
+  systemd-analyze systemd-nspawn nsenter strace ip setpriv git make shellcheck npm dockerd podman lxc-start newuidmap; do
   command -v "$c" >/dev/null 2>&1 || die "$c still missing after install"
 done
 /usr/bin/python3 -c 'import seccomp' || die "python3-seccomp still missing after install"

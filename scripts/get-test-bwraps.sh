@@ -22,10 +22,7 @@ readonly SRC_SHA256="9760d007363e3abba7c747489910f9f82d9fca53ba3bd3282e396fa3c97
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 parse_out_only "" "$@"
-if [ -z "$out" ]; then
-  root="$(git -C "$here" rev-parse --show-toplevel 2>/dev/null)" || root="$(dirname "$here")"
-  out="$root/.cache/bwraps"
-fi
+[ -n "$out" ] || out=$(repo_cache bwraps)
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 

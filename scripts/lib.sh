@@ -25,3 +25,12 @@ parse_out_only() {
     esac
   done
 }
+
+# repo_cache NAME prints <repo root>/.cache/NAME, the default home of what a script fetches
+# or builds (the root from git, else the parent of scripts/).
+repo_cache() {
+  local scripts root
+  scripts="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  root="$(git -C "$scripts" rev-parse --show-toplevel 2>/dev/null)" || root="$(dirname "$scripts")"
+  printf '%s/.cache/%s\n' "$root" "$1"
+}

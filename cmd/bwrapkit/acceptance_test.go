@@ -36,6 +36,13 @@ func runNewcomer(t *testing.T, prefix, env []string, args ...string) (int, strin
 	argv = append(append(argv, builtBinary), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = "/"
+	return runStatus(t, cmd)
+}
+
+// runStatus runs cmd with its output captured: its exit status, stdout and stderr. A
+// command that cannot be started at all ends the test.
+func runStatus(t *testing.T, cmd *exec.Cmd) (int, string, string) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -43,7 +50,7 @@ func runNewcomer(t *testing.T, prefix, env []string, args ...string) (int, strin
 	if exit, ok := err.(*exec.ExitError); ok {
 		status = exit.ExitCode()
 	} else if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v: %v", cmd.Args, err)
 	}
 	return status, stdout.String(), stderr.String()
 }
@@ -65,7 +72,10 @@ func healthyNewcomer(t *testing.T, prefix, env []string) {
 		t.Errorf("--json: exit %d, status %s, %d checks", status, doc.Status, len(doc.Checks))
 	}
 	for _, check := range doc.Checks {
-		if check.Status != "ok" && !(check.Status == "warn" && warnsByDesign(check.ID)) {
+		// Run as another user (prefix: nobody), the limits may warn that runs get no
+		// cgroup where this test's own user gets one (root on a hybrid host).
+		keeperOnly := len(prefix) > 0 && check.ID == "selftest.limits" && strings.Contains(check.Summary, "keeper only")
+		if check.Status != "ok" && !(check.Status == "warn" && (warnsByDesign(check.ID) || keeperOnly)) {
 			t.Errorf("%s: %s: %s\n%s", check.ID, check.Status, check.Summary, check.Detail)
 		}
 	}

@@ -2,10 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/bwrapkit/bwrapkit/internal/safefile"
+	"errors"
 
 	"github.com/spf13/cobra"
 
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
@@ -36,6 +37,10 @@ Exit status: 0 printed; 125 no usable bwrap (nothing printed); 2 bad usage.`,
 				return err
 			}
 			argv, err := sandbox.Argv(bwrap, policy, opts.command)
+			var policyErr *sandbox.PolicyError
+			if errors.As(err, &policyErr) {
+				return usageError{flagError{policyErr}}
+			}
 			if err != nil {
 				return usageError{err}
 			}

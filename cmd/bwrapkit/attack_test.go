@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,23 +19,23 @@ import (
 // What a hostile command leaves behind for bwrapkit itself to trust on the host, tried
 // with the built binary as a user runs it, and judged by the host's state afterwards.
 
-// binaryRun runs the built bwrapkit with exactly environ and a bound.
+// binaryRun runs the built bwrapkit with exactly environ and a bound of a minute.
 func binaryRun(t *testing.T, environ []string, args ...string) outcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return binaryRunWithin(t, time.Minute, environ, args...)
+}
+
+// binaryRunWithin is binaryRun with another bound: a real workload's cold build (a fresh
+// project HOME compiles the standard library) took over a minute on a loaded 2-core CI
+// machine as nobody.
+func binaryRunWithin(t *testing.T, bound time.Duration, environ []string, args ...string) outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, builtBinary, args...)
 	cmd.Env = environ
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	status := 0
-	if exitErr, ok := err.(*exec.ExitError); ok {
-		status = exitErr.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
-	return outcome{status, stdout.String(), stderr.String()}
+	status, stdout, stderr := runStatus(t, cmd)
+	return outcome{status, stdout, stderr}
 }
 
 // attackEnv is a user's environment with the probe cache in a place of the test's.
@@ -119,7 +118,7 @@ func TestAttackBwrapPlantedInTheWorkdirNeverRuns(t *testing.T) {
 	os.MkdirAll(venv, 0o755)
 	marker := filepath.Join(livetest.TempDir(t), "planted-bwrap-ran")
 	planted := filepath.Join(venv, "bwrap")
-	os.WriteFile(planted, []byte("#!/bin/sh\ntouch "+marker+"\nexec /usr/bin/bwrap \"$@\"\n"), 0o755)
+	livetest.WriteProgram(planted, []byte("#!/bin/sh\ntouch "+marker+"\nexec /usr/bin/bwrap \"$@\"\n"), 0o755)
 	environ := []string{"PATH=" + venv + ":/usr/bin:/bin", "HOME=" + livetest.TempDir(t)}
 	for _, workdir := range []string{project, other} {
 		got := binaryRun(t, environ, "run", "--workdir", workdir, "--", "true")
@@ -229,12 +228,14 @@ func TestAttackBwrapkitAndItsFilterStayOutOfReach(t *testing.T) {
 	bwrap := livetest.SystemBwrap(t)
 	environ, _ := attackEnv(t, bwrap)
 	workdir := livetest.TempDir(t)
+	// A project of its own: without --workdir, the run below takes the nearest .git.
+	os.Mkdir(filepath.Join(workdir, ".git"), 0o755)
 	data, err := os.ReadFile(builtBinary)
 	if err != nil {
 		t.Fatal(err)
 	}
 	self := filepath.Join(workdir, "bwrapkit")
-	if err := os.WriteFile(self, data, 0o755); err != nil {
+	if err := livetest.WriteProgram(self, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	marker := filepath.Join(workdir, "ran")

@@ -148,6 +148,12 @@ func (opts *doctorOptions) probeCommand() (probe.Command, error) {
 		return opts.probe, nil
 	}
 	executable, err := os.Executable()
+	if err != nil {
+		// Linux answers from /proc/self/exe: in a chroot or a build root without /proc
+		// there is none, and the doctor must still report (the launch check then names the
+		// missing proc). argv[0] is how this process was started, as the shell found it.
+		executable, err = argv0Executable(os.Args[0], opts.Getenv("PATH"))
+	}
 	if err == nil {
 		executable, err = filepath.EvalSymlinks(executable)
 	}
@@ -155,6 +161,21 @@ func (opts *doctorOptions) probeCommand() (probe.Command, error) {
 		return probe.Command{}, failureError{fmt.Errorf("cannot find bwrapkit's own executable for the self-tests: %w", err)}
 	}
 	return probe.Command{Argv: []string{executable, probeCommandName}}, nil
+}
+
+// argv0Executable is argv[0] as an absolute path: as given when it names a path, else
+// searched on PATH as the shell did.
+func argv0Executable(argv0, path string) (string, error) {
+	if strings.Contains(argv0, "/") {
+		return filepath.Abs(argv0)
+	}
+	for _, dir := range filepath.SplitList(path) {
+		candidate := filepath.Join(dir, argv0)
+		if info, err := os.Stat(candidate); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 && filepath.IsAbs(candidate) {
+			return candidate, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not on PATH", argv0)
 }
 
 // write renders the report to stdout, or atomically to --output.

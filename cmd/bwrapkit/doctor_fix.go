@@ -25,6 +25,9 @@ type fixEnv struct {
 	// Artifact is what the install fix installs; zero means the built-in manifest's pin
 	// for this machine.
 	Artifact install.Artifact
+	// Embedded is the bwrap this build carries; nil means install.EmbeddedBwrap() (none in
+	// a build without the embedbwrap tag).
+	Embedded []byte
 }
 
 // newFixer is fix.Fixer with this command's stderr, PATH, home and install.
@@ -57,6 +60,13 @@ func (opts *doctorOptions) installForFix(ctx context.Context, say func(format st
 			return fix.Installed{}, err
 		}
 	}
+	// The same choice as `bwrapkit install`: a release build installs the bwrap it carries
+	// (checked against the pin), with no network; only then the pinned download, then the
+	// package manager.
+	embedded := opts.fixEnv.Embedded
+	if embedded == nil {
+		embedded = install.EmbeddedBwrap()
+	}
 	say("installing bwrap %s into %s (method auto, at most %s)", artifact.Version, home, fixInstallTimeout)
 	ctx, cancel := context.WithTimeout(ctx, fixInstallTimeout)
 	defer cancel()
@@ -64,6 +74,7 @@ func (opts *doctorOptions) installForFix(ctx context.Context, say func(format st
 		Home:          home,
 		Artifact:      artifact,
 		Method:        install.Auto,
+		Embedded:      embedded,
 		Environ:       opts.Environ(),
 		Geteuid:       opts.fixEnv.Geteuid,
 		PackageOutput: opts.Err,
@@ -79,7 +90,7 @@ func (opts *doctorOptions) installForFix(ctx context.Context, say func(format st
 	switch {
 	case !result.Changed:
 		say("bwrap %s was already installed at %s", result.Version, result.Path)
-	case result.Method == install.Pinned:
+	case result.Method == install.Pinned || result.Method == install.Embedded:
 		say("to undo the install: rm -r %s %s", filepath.Join(home, "bin", "bwrap"), filepath.Join(home, "versions", artifact.ID()))
 	default:
 		say("installed bwrap %s at %s by the package manager; to undo, remove its bubblewrap package", result.Version, result.Path)

@@ -151,3 +151,43 @@ func TestDoctorFixInstallShadowedOnPath(t *testing.T) {
 		t.Errorf("status %d, installed %q\nstdout:\n%s\nstderr:\n%s", got.status, installed, got.stdout, got.stderr)
 	}
 }
+
+// A release build's doctor --fix installs the bwrap it carries, as `bwrapkit install` does:
+// here the pinned source is an empty mirror (the network of an offline host), so without
+// the embedded copy the install fix has nothing to install.
+func TestDoctorFixInstallsTheEmbeddedBwrapOffline(t *testing.T) {
+	cachedPin(t) // the real static build is there, for amd64
+	embedded, err := os.ReadFile(filepath.Join(livetest.CachedBwraps(), "bwrap-0.12.0"))
+	if err != nil {
+		livetest.Skip(t, "no cached static bwrap: run scripts/get-test-bwraps.sh")
+	}
+	pin, err := install.Default().Artifact("amd64")
+	if err == nil {
+		pin, err = pin.WithMirror(t.TempDir()) // nothing there: every download fails
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := livePinEnv(pin)
+	env.Embedded = embedded
+	home := t.TempDir()
+	got := doctorRun{args: []string{"--fix", "--json"}, home: home,
+		environ: []string{"PATH=" + t.TempDir(), "HOME=" + t.TempDir()}, env: env}.run(t)
+	realHome, _ := filepath.EvalSymlinks(home)
+	var report struct {
+		Status string
+		Bwrap  struct{ Path, Source string }
+	}
+	if err := json.Unmarshal([]byte(got.stdout), &report); err != nil {
+		t.Fatalf("stdout is not only the report: %v\n%s\nstderr:\n%s", err, got.stdout, got.stderr)
+	}
+	if got.status != 0 || report.Status == "fail" || report.Bwrap.Path != filepath.Join(realHome, "versions", pin.ID(), "bwrap") {
+		t.Errorf("status %d, report %+v\nstderr:\n%s", got.status, report, got.stderr)
+	}
+	for _, want := range []string{"bwrapkit: fix: install: using the bwrap embedded in this build\n",
+		"bwrapkit: fix: to undo the install: rm -r " + filepath.Join(home, "bin", "bwrap")} {
+		if !strings.Contains(got.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, got.stderr)
+		}
+	}
+}

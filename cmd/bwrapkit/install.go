@@ -10,10 +10,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/bwrapkit/bwrapkit/install"
@@ -237,22 +237,55 @@ func (p *installProgress) Transfer(_ string, total int64) io.WriteCloser {
 	if !p.terminal {
 		return discardCloser{}
 	}
-	bar := progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(p.out),
-		progressbar.OptionSetDescription("downloading"),
-		progressbar.OptionShowBytes(true),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(p.out) }),
-	)
-	return barCloser{bar}
+	bar := &progressBar{out: p.out, total: total}
+	bar.draw()
+	return bar
 }
 
-// barCloser ends the bar where the download stopped: a tar's member may come before the
-// archive's end, and a failed download must not be drawn as complete.
-type barCloser struct{ *progressbar.ProgressBar }
+// progressBar draws one download on a terminal, redrawn in place at most every
+// barInterval. It is bwrapkit's own (a few lines), not a library's: a progress bar
+// package is initialised in every bwrapkit process, `bwrapkit run` and its keeper
+// included, although only `bwrapkit install` draws one.
+type progressBar struct {
+	out       io.Writer
+	total     int64 // -1: unknown
+	done      int64
+	lastDrawn time.Time
+}
 
-func (b barCloser) Close() error { return b.Exit() }
+const barInterval = 100 * time.Millisecond
+
+func (b *progressBar) Write(chunk []byte) (int, error) {
+	b.done += int64(len(chunk))
+	if now := time.Now(); now.Sub(b.lastDrawn) >= barInterval {
+		b.lastDrawn = now
+		b.draw()
+	}
+	return len(chunk), nil
+}
+
+// Close ends the bar where the download stopped: a tar's member may come before the
+// archive's end, and a failed download must not be drawn as complete.
+func (b *progressBar) Close() error {
+	b.draw()
+	_, err := fmt.Fprintln(b.out)
+	return err
+}
+
+func (b *progressBar) draw() { fmt.Fprint(b.out, "\r"+barLine(b.done, b.total, 30)) }
+
+// barLine is the bar's text for done of total bytes (total -1: unknown), width cells wide.
+func barLine(done, total int64, width int) string {
+	if total <= 0 {
+		return fmt.Sprintf("downloading %s", mebibytes(done))
+	}
+	fraction := min(float64(done)/float64(total), 1)
+	filled := int(fraction * float64(width))
+	return fmt.Sprintf("downloading %3d%% [%s%s] %s / %s", int(fraction*100),
+		strings.Repeat("=", filled), strings.Repeat(" ", width-filled), mebibytes(done), mebibytes(total))
+}
+
+func mebibytes(bytes int64) string { return fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20)) }
 
 type discardCloser struct{}
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/bwrapkit/bwrapkit/install"
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
 // processBound is how long a built bwrapkit may take before the test kills it and calls
@@ -123,7 +125,7 @@ func markerManager(t *testing.T) (environ []string, ran string) {
 	dir := t.TempDir()
 	ran = filepath.Join(dir, "apt-get.ran")
 	script := "#!/bin/sh\ntouch " + ran + "\nexit 1\n"
-	if err := os.WriteFile(filepath.Join(dir, "apt-get"), []byte(script), 0o755); err != nil {
+	if err := livetest.WriteProgram(filepath.Join(dir, "apt-get"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return []string{"PATH=" + dir + ":/usr/bin:/bin", "HOME=" + t.TempDir()}, ran
@@ -226,7 +228,13 @@ func stallingServer(t *testing.T) (url string, sent chan struct{}) {
 			return
 		}
 		defer conn.Close()
-		go io.Copy(io.Discard, conn)
+		// The request is read before the answer: Go's client drops a response that comes
+		// before its request was written ("unsolicited response on idle channel").
+		reader := bufio.NewReader(conn)
+		if _, err := http.ReadRequest(reader); err != nil {
+			return
+		}
+		go io.Copy(io.Discard, reader)
 		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: 945328\r\n\r\n")
 		conn.Write(make([]byte, 64<<10))
 		close(sent)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
 // installRun is one install command line run through cobra, with captured streams and
@@ -235,7 +237,7 @@ func TestInstallFailureExitsOne(t *testing.T) {
 
 	// Without root the package method changes nothing and prints the command to run.
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "apt-get"), []byte("#!/bin/sh\ntouch \"$0.ran\"\n"), 0o755); err != nil {
+	if err := livetest.WriteProgram(filepath.Join(dir, "apt-get"), []byte("#!/bin/sh\ntouch \"$0.ran\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	got = installRun{args: []string{"--method", "package"}, home: filepath.Join(t.TempDir(), "home"), environ: []string{"PATH=" + dir}, uid: 1000}.run(t)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
 // TestE2ELocateRefusesAPlantedBwrap: a bwrap copy in a world-writable directory on PATH
@@ -29,7 +31,7 @@ func TestE2ELocateRefusesAPlantedBwrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	copy := filepath.Join(planted, "bwrap")
-	if err := os.WriteFile(copy, data, 0o755); err != nil {
+	if err := livetest.WriteProgram(copy, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(planted, 0o777); err != nil {

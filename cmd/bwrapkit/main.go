@@ -12,7 +12,9 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor"
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
+	_ "github.com/bwrapkit/bwrapkit/internal/earlysignal" // first: see its doc
 	"github.com/bwrapkit/bwrapkit/sandbox"
+	"github.com/bwrapkit/bwrapkit/sandbox/lifetime"
 )
 
 // Exit statuses decided here and only here.
@@ -30,15 +32,23 @@ func main() {
 		// to it, with no command tree, signal handling or flag parsing to build first.
 		os.Exit(probe.Run(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	ctx, cancel := context.WithCancelCause(context.Background())
+	if len(os.Args) > 1 && os.Args[1] == sandbox.BridgeCommand {
+		// The network bridge inside the sandbox (see netproxy): straight to it, too.
+		os.Exit(netBridgeMain(os.Args[2:], os.Stderr))
+	}
+	// The run's keeper (see sandbox/lifetime): bwrapkit re-executed, before anything else.
+	lifetime.KeeperMain()
+	if problem := checkStartLimits(); problem != "" {
+		fmt.Fprintln(os.Stderr, "bwrapkit: "+problem)
+		os.Exit(exitUnavailable)
+	}
+	// Handlers first, before anything else runs. Until this line a signal takes its
+	// default action (earlysignal undid an inherited ignore at start-up), which ends
+	// bwrapkit before it has started a sandbox; from here on it cancels the run.
 	signals := make(chan os.Signal, 1)
-	// Registered off the main goroutine: os/signal starts a thread of its own, which
-	// would otherwise delay the exec of bwrap. A signal that arrives before this takes
-	// its default action, and bwrap's --die-with-parent then ends the sandbox too.
-	go func() {
-		signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-		cancel(signalled{(<-signals).(syscall.Signal)})
-	}()
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() { cancel(signalled{(<-signals).(syscall.Signal)}) }()
 	os.Exit(execute(ctx, os.Args[1:], newStreams()))
 }
 

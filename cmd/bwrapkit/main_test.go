@@ -7,7 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/bwrapkit/bwrapkit/sandbox"
+	"github.com/bwrapkit/bwrapkit/sandbox/lifetime"
 )
 
 // builtBinary is bwrapkit built once for the end-to-end tests, which run it as users
@@ -15,6 +20,11 @@ import (
 var builtBinary string
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.BridgeCommand {
+		// In-process runs (runRun called by a test) have this binary as their bridge.
+		os.Exit(netBridgeMain(os.Args[2:], os.Stderr))
+	}
+	lifetime.KeeperMain() // and their keeper
 	dir, err := os.MkdirTemp("", "bwrapkit-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -22,6 +32,11 @@ func TestMain(m *testing.M) {
 	}
 	os.Chmod(dir, 0o755) // the unprivileged run executes it too
 	builtBinary = os.Getenv("BWRAPKIT_TEST_BINARY")
+	if builtBinary == "" && slices.Contains(os.Args, "-test.fuzzworker") {
+		// A fuzz worker runs only the in-process fuzz target: no binary to build, and
+		// the workers would each build it while the coordinator waits on them.
+		builtBinary = "/nonexistent/bwrapkit-fuzz-worker"
+	}
 	if builtBinary == "" {
 		// `make test-unprivileged` passes a prebuilt binary: nobody has no Go toolchain.
 		builtBinary = filepath.Join(dir, "bwrapkit")
@@ -77,5 +92,25 @@ func getenvFrom(environ []string) func(string) string {
 			}
 		}
 		return ""
+	}
+}
+
+func TestStartLimitProblem(t *testing.T) {
+	for _, tc := range []struct {
+		files, procs uint64
+		root         bool
+		want         string // in the problem; "" for none
+	}{
+		{1024, 4096, false, ""},
+		{minOpenFiles, minProcesses, false, ""},
+		{minOpenFiles - 1, 4096, false, "ulimit -n"},
+		{5, 4096, true, "ulimit -n"},
+		{1024, minProcesses - 1, false, "ulimit -u"},
+		{1024, 3, true, ""}, // root is not bound by RLIMIT_NPROC
+	} {
+		got := startLimitProblem(tc.files, tc.procs, tc.root)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("files %d procs %d root %v: %q, want %q", tc.files, tc.procs, tc.root, got, tc.want)
+		}
 	}
 }

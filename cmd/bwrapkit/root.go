@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bwrapkit/bwrapkit/internal/trust"
 	"github.com/bwrapkit/bwrapkit/locate"
 )
 
@@ -20,12 +21,20 @@ type globalOptions struct {
 
 // home resolves bwrapkit's home for this user.
 func (g *globalOptions) home(s streams) string {
-	return locate.Home(g.Home, s.Getenv, os.Getuid())
+	viewer := trust.Current()
+	viewer.UID = uint32(os.Getuid())
+	return locate.HomeIn(g.Home, s.Getenv, viewer)
 }
 
-// query is the locate query these options and environment describe.
+// query is the locate query these options and environment describe. With no home named
+// (--home, BWRAPKIT_HOME), root's managed install follows the user's own: a bwrap that
+// root installed serves everyone. A named home is searched alone.
 func (g *globalOptions) query(s streams) locate.Query {
-	return locate.Query{Flag: g.Bwrap, Env: s.Getenv("BWRAPKIT_BWRAP"), PATH: s.Getenv("PATH"), Home: g.home(s)}
+	q := locate.Query{Flag: g.Bwrap, Env: s.Getenv("BWRAPKIT_BWRAP"), PATH: s.Getenv("PATH"), Home: g.home(s)}
+	if g.Home == "" && s.Getenv("BWRAPKIT_HOME") == "" {
+		q.SystemHome = locate.SystemHome
+	}
+	return q
 }
 
 func newRootCmd(s streams) *cobra.Command {
@@ -55,6 +64,7 @@ pinned static bwrap where one is missing, and runs commands behind a fail-closed
 		newLocateCmd(s, global),
 		newDoctorCmd(s, global),
 		newInstallCmd(s, global),
+		newHomeCmd(s),
 		newSelftestProbeCmd(s),
 		newVersionCmd(s),
 	)

@@ -8,21 +8,27 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/bwrapkit/bwrapkit/home"
 	"github.com/bwrapkit/bwrapkit/internal/safefile"
 	"github.com/bwrapkit/bwrapkit/locate"
 	"github.com/bwrapkit/bwrapkit/sandbox"
+	"github.com/bwrapkit/bwrapkit/sandbox/cgroup"
+	"github.com/bwrapkit/bwrapkit/sandbox/land"
 	"github.com/bwrapkit/bwrapkit/sandbox/limits"
 )
 
 // runOptions are the flags shared by run and argv, and what run needs besides.
 type runOptions struct {
 	streams
+	prober      *sandbox.Prober // set by prepare
 	global      *globalOptions
 	request     sandbox.Request
 	timeout     time.Duration
@@ -30,21 +36,31 @@ type runOptions struct {
 	policyFile  string
 	printPolicy bool
 	command     []string
+	// failOnRefused makes a run exit 123 when anything it wrote was refused.
+	failOnRefused bool
+	// policyData is the policy file as read, checked against where it lies.
+	policyData []byte
 }
+
+// exitRefused is the status of a transactional run that refused some of its changes
+// (--fail-on-refused) or could not land them at all.
+const exitRefused = 123
 
 func addRunFlags(cmd *cobra.Command, opts *runOptions) {
 	flags := cmd.Flags()
 	// Everything after the command is the command's, even words that look like flags.
 	flags.SetInterspersed(false)
-	flags.StringVar(&opts.request.Workdir, "workdir", "", "the project directory, read-write (default: current directory)")
+	flags.StringVar(&opts.request.Workdir, "workdir", "", "the project directory, read-write (default: the nearest directory at or above the current one that holds .git, else the current directory)")
 	flags.StringArrayVar(&opts.request.ReadOnly, "ro", nil, "bind `PATH` read-only at the same path (repeatable; a symlink is recreated inside)")
 	flags.StringArrayVar(&opts.request.ReadWrite, "rw", nil, "bind `PATH` read-write at the same path (repeatable; refused like a workdir)")
 	flags.StringArrayVar(&opts.request.Path, "path", nil, "put `DIR` first on the inside PATH, bound read-only when not already visible (repeatable)")
 	flags.StringArrayVar(&opts.request.Protect, "protect", nil, "re-bind `PATH` (relative to the workdir) read-only (repeatable); .git always is")
 	flags.BoolVar(&opts.request.Network, "net", false, "keep the host network (and /etc/resolv.conf)")
+	flags.StringVar(&opts.request.Cache, "cache", "", "`host` (default): your Go, npm and pip caches are read-only lower layers of the project HOME's (needs a bwrap with --overlay); none")
+	flags.StringArrayVar(&opts.request.NetAllow, "net-allow", nil, "reach `HOST[:PORT]` over HTTP(S) through bwrapkit's proxy, and nothing else (repeatable; *.DOMAIN for the names below it)")
 	flags.StringArrayVar(&opts.request.Env, "env", nil, "set `NAME=VALUE` inside (repeatable)")
 	flags.StringArrayVar(&opts.request.PassEnv, "pass-env", nil, "copy variable `NAME` from this environment when set (repeatable)")
-	flags.StringArrayVar(&opts.request.Limits, "limit", nil, "bound the command: `NAME=VALUE`, repeatable; names: "+strings.Join(limits.Names(), ", ")+" (sizes take K, M, G, T; see the README)")
+	flags.StringArrayVar(&opts.request.Limits, "limit", nil, "bound the command: `NAME=VALUE`, repeatable; names: "+strings.Join(limits.Names(), ", ")+" (sizes take K, M, G, T; see docs/run.md)")
 	flags.StringVar(&opts.request.HomeDir, "home-dir", "", "the command's HOME, read-write (default: a per-project directory under ~/.cache/bwrapkit/home)")
 	flags.StringVar(&opts.request.Git, "git", "", "git metadata: `readonly` (default) or commit (objects, refs, index, logs writable; hooks and config never)")
 	flags.StringVar(&opts.request.Cwd, "cwd", "", "start in `DIR`, relative to the workdir (default: the current directory when inside it)")
@@ -52,6 +68,9 @@ func addRunFlags(cmd *cobra.Command, opts *runOptions) {
 	flags.StringVar(&opts.report, "report", "", "write the result as JSON (schema bwrapkit.run/v1) to `FILE`")
 	flags.StringVar(&opts.policyFile, "policy", "", "read a policy (JSON, schema "+sandbox.PolicySchema+") from `FILE`; flags add to it (default: $BWRAPKIT_POLICY)")
 	flags.BoolVar(&opts.printPolicy, "print-policy", false, "print the effective policy as JSON and run nothing")
+	flags.StringVar(&opts.request.WorkdirMode, "workdir-mode", "", "`transactional` (the default where bwrap and kernel allow: writes are vetted, then land after the command) or direct (writes reach the project live, unvetted; the default falls back to it with a warning) (default: $BWRAPKIT_WORKDIR_MODE)")
+	flags.BoolVar(&opts.failOnRefused, "fail-on-refused", false, "exit 123 when any change the command made was refused (transactional mode)")
+	flags.BoolVar(&opts.request.KeepAbandoned, "keep-refused", false, "keep the layers of earlier runs whose bwrapkit was killed, as quarantines, instead of removing them")
 }
 
 func newRunCmd(s streams, global *globalOptions) *cobra.Command {
@@ -68,7 +87,16 @@ func newRunCmdWith(s streams, global *globalOptions, runF func(context.Context, 
 read-write workdir, a per-project HOME outside it, a cleared environment. If the sandbox
 cannot be built, CMD does not run.
 
-Exit status: CMD's own; 124 timeout (every process killed); 125 the sandbox could not
+Workdir: by default the command sees the project through an overlay; what it writes
+lands in the project only after it has exited and bwrapkit has vetted each change (no
+.git but the project's own, no link out of the project, no device, no world-writable or
+setuid mode, no change to hooks, the policy file or bwrapkit itself, no file the host
+changed meanwhile). Refused changes stay in a quarantine directory that stderr names.
+--workdir-mode direct binds the project live instead (weaker: a command's writes are
+seen by host tools at once, and only .git and --protect paths are read-only).
+
+Exit status: CMD's own; 123 with --fail-on-refused when a change was refused, or when the
+changes could not be landed; 124 timeout (every process killed); 125 the sandbox could not
 be built (CMD did not run); 126 CMD cannot be executed; 127 CMD not found inside;
 128+N CMD killed by signal N; 2 bad usage.`,
 		Example: `  bwrapkit run -- make test
@@ -78,7 +106,16 @@ be built (CMD did not run); 126 CMD cannot be executed; 127 CMD not found inside
   bwrapkit run --policy examples/policies/go.json -- go build ./...`,
 		Args: commandArgs(&opts.command, &opts.printPolicy),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runF(cmd.Context(), opts)
+			err := runF(cmd.Context(), opts)
+			var unavailable *sandbox.UnavailableError
+			var cause signalled
+			if errors.As(err, &unavailable) && errors.As(context.Cause(cmd.Context()), &cause) {
+				// A signal while the run was being set up (its keeper, the proxy, the probe,
+				// the launch) interrupted it; it was not refused. As a shell reports it.
+				fmt.Fprintln(opts.Err, interruptedMessage(int(cause.signal)))
+				return exitError{128 + int(cause.signal)}
+			}
+			return err
 		},
 	}
 	addRunFlags(cmd, opts)
@@ -116,21 +153,27 @@ func loadPolicyFile(opts *runOptions) error {
 	}
 	file, err := sandbox.ParsePolicyFile(data)
 	var policyErr *sandbox.PolicyError
-	if errors.As(err, &policyErr) && policyErr.Field == "--policy" {
+	if errors.As(err, &policyErr) && policyErr.Field == "policy" {
 		policyErr.Value = path
-		return usageError{policyErr}
+		return usageError{flagError{policyErr}}
+	}
+	if errors.As(err, &policyErr) {
+		return usagef("--policy %s: %v", path, flagError{policyErr})
 	}
 	if err != nil {
 		return usagef("--policy %s: %v", path, err)
 	}
 	opts.request = file.Merge(opts.request)
+	opts.request.PolicyFile, opts.policyData = path, data
 	if opts.timeout == 0 && file.Timeout != "" {
 		if opts.timeout, err = time.ParseDuration(file.Timeout); err != nil {
 			return usagef("--policy %s: timeout %q: %v", path, file.Timeout, err)
 		}
 	}
-	if opts.report == "" {
-		opts.report = file.Report
+	if file.Report != "" {
+		// A policy file may sit where an earlier run could rewrite it; naming where the
+		// report is written would let that run aim a write at a shell start-up file.
+		return usagef("--policy %s: a policy file cannot set report; pass --report FILE", path)
 	}
 	return nil
 }
@@ -140,24 +183,81 @@ func resolvePolicy(opts *runOptions) (sandbox.Policy, error) {
 	if err := loadPolicyFile(opts); err != nil {
 		return sandbox.Policy{}, err
 	}
+	if _, err := parseNetAllow(opts.request); err != nil {
+		return sandbox.Policy{}, err
+	}
+	if _, err := parseCacheMode(opts.request.Cache); err != nil {
+		return sandbox.Policy{}, err
+	}
 	if opts.timeout < 0 {
 		return sandbox.Policy{}, usagef("--timeout %v: must not be negative (0 means none)", opts.timeout)
 	}
 	request := opts.request
+	request.Preview = opts.printPolicy // shown, not run: nothing is made on the host
+	if request.WorkdirMode == "" {
+		request.WorkdirMode = opts.Getenv("BWRAPKIT_WORKDIR_MODE")
+	}
+	if value := opts.Getenv("BWRAPKIT_LAND_MAX_ENTRIES"); value != "" {
+		n, err := strconv.Atoi(value)
+		if err != nil || n <= 0 {
+			return sandbox.Policy{}, usagef("BWRAPKIT_LAND_MAX_ENTRIES=%s: want a positive number of entries", value)
+		}
+		request.LandMaxEntries = n
+	}
+	discovered := request.Workdir == ""
+	if discovered {
+		request.Workdir = discoverWorkdir(opts.Getenv)
+	}
 	// bwrapkit's home holds the managed bwrap every later run executes.
 	request.Trusted = append(request.Trusted, opts.global.home(opts.streams))
 	// bwrapkit's own binary too: `make build && ./bwrapkit run` from a checkout would
 	// otherwise let the command replace the ./bwrapkit the next run executes.
+	// (Transactionally, a ./bwrapkit inside the workdir is guarded instead: no change to
+	// it lands.)
 	if self, err := os.Executable(); err == nil {
-		request.Trusted = append(request.Trusted, self)
+		request.Self = self
 	}
 	policy, err := sandbox.NewPolicy(request, opts.Environ())
 	var policyErr *sandbox.PolicyError
-	var homeErr *sandbox.HomeError
-	if errors.As(err, &policyErr) || errors.As(err, &homeErr) {
+	var homeErr *home.Error
+	if discovered && errors.As(err, &policyErr) && policyErr.Field == "workdir" {
+		policyErr.Value += " (the project found from the current directory: the nearest directory holding .git; choose another with --workdir)"
+	}
+	switch {
+	case errors.As(err, &policyErr) && error(policyErr) == err:
+		return sandbox.Policy{}, usageError{flagError{policyErr}}
+	case errors.As(err, &policyErr) || errors.As(err, &homeErr):
 		return sandbox.Policy{}, usageError{err}
 	}
+	if err == nil && request.PolicyFile != "" {
+		if err := sandbox.TrustPolicyFile(policy, request.PolicyFile, opts.policyData); err != nil {
+			if errors.As(err, &policyErr) {
+				return sandbox.Policy{}, usageError{flagError{policyErr}}
+			}
+			return sandbox.Policy{}, usageError{err}
+		}
+	}
 	return policy, err
+}
+
+// flagError shows a policy refusal by the flag that gave the refused value: the library
+// names the policy's field (ro, home_dir, as in the policy file), the CLI its flag.
+type flagError struct{ *sandbox.PolicyError }
+
+func (e flagError) Error() string {
+	return fmt.Sprintf("%s %s: %s", flagName(e.Field), e.Value, e.Reason)
+}
+
+func (e flagError) Unwrap() error { return e.PolicyError }
+
+// flagName is the run flag for a policy field: --ro for ro, --home-dir for home_dir.
+// A field that is no flag (HOME, the project's own) is shown as it is.
+func flagName(field string) string {
+	switch field {
+	case "workdir", "ro", "rw", "path", "protect", "net", "net_allow", "cache", "env", "pass_env", "limit", "home_dir", "git", "cwd", "policy", "workdir_mode":
+		return "--" + strings.ReplaceAll(field, "_", "-")
+	}
+	return field
 }
 
 // effectivePolicy is the policy as it is in force, in the policy file's form.
@@ -184,6 +284,9 @@ func prepare(ctx context.Context, opts *runOptions) (string, sandbox.Policy, err
 	if err != nil {
 		return "", sandbox.Policy{}, err
 	}
+	if policy.HomeFallback != "" {
+		fmt.Fprintf(opts.Err, "bwrapkit: %s\n", policy.HomeFallback)
+	}
 	found, err := locate.Find(opts.global.query(opts.streams), locate.OS{})
 	if err != nil {
 		return "", sandbox.Policy{}, unavailableFromLocate(err)
@@ -198,7 +301,9 @@ func prepare(ctx context.Context, opts *runOptions) (string, sandbox.Policy, err
 			return "", sandbox.Policy{}, err
 		}
 	}
-	features, err := sandbox.Capable(ctx, found.Path)
+	prober := sandbox.DefaultProber(opts.Environ())
+	opts.prober = &prober // Run reuses what this probe learned
+	features, err := prober.Capable(ctx, found.Path)
 	if err != nil {
 		return "", sandbox.Policy{}, err
 	}
@@ -238,7 +343,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	opts.policyFile = "" // loaded: prepare must not add it twice
-	report, err := openReport(opts.report)
+	report, err := openReport(opts.report, opts.Environ())
 	if err != nil {
 		return err
 	}
@@ -246,35 +351,110 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	facts := runFacts{}
 	bwrap, policy, err := prepare(ctx, opts)
 	facts.bwrap, facts.policy, facts.version = bwrap, effectivePolicy(opts, policy), policy.Features.Version
+	facts.homeFallback = policy.HomeFallback
+	if err != nil {
+		facts.err = err
+		if ctx.Err() != nil {
+			// A signal during the probe: the run was interrupted, not refused.
+			facts.interrupted = interruptedStatus(ctx)
+			writeReport(opts, report, facts)
+			return exitError{facts.interrupted}
+		}
+		writeReport(opts, report, facts)
+		return err
+	}
+	// The fallback is said before the command runs, once (Run falls back the same way).
+	if choice, err := policy.ChooseMode(); err == nil {
+		if choice.Mode == sandbox.WorkdirDirect {
+			if err := policy.RefuseSelfInsideDirect(); err != nil {
+				facts.err = usageError{err}
+				writeReport(opts, report, facts)
+				return facts.err
+			}
+		}
+		if choice.Fallback != "" {
+			fmt.Fprintf(opts.Err, "bwrapkit: warning: %s\n", fallbackWarning(choice.Fallback))
+		}
+	}
+	// bwrapkit is its own keeper: the binary that runs now, re-executed.
+	keeper, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(opts.Err, "bwrapkit: no keeper for this run (%v): a SIGKILL of bwrapkit could leave the sandbox running\n", err)
+		keeper = ""
+	}
+	held, err := holdHome(opts, policy)
 	if err != nil {
 		facts.err = err
 		writeReport(opts, report, facts)
 		return err
 	}
+	defer held.Release()
+	caches, err := layerCaches(opts, policy)
+	if err != nil {
+		facts.err = &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Err: err}
+		writeReport(opts, report, facts)
+		return facts.err
+	}
+	allow, _ := parseNetAllow(opts.request) // checked by prepare
+	var proxy *runProxy
+	var netProxy sandbox.NetProxy
+	if !policy.Network {
+		if proxy, netProxy, err = startProxy(allow, opts.Getenv); err != nil {
+			facts.err = &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Err: err}
+			writeReport(opts, report, facts)
+			return facts.err
+		}
+		defer proxy.stop()
+	}
 	result, err := sandbox.Run(ctx, policy, opts.command, sandbox.Options{
+		Keeper:       keeper,
 		Bwrap:        bwrap,
 		Stdin:        opts.In,
 		Stdout:       opts.Out,
 		Stderr:       opts.Err,
 		DirectStderr: directStderr(opts.Out, opts.Err, opts.ErrIsTerminal),
 		Timeout:      opts.timeout,
+		Prober:       opts.prober,
+		NetProxy:     netProxy,
+		Caches:       caches,
 	})
 	facts.result, facts.err = result, err
+	proxy.stop()
+	facts.netAllowed, facts.netDenied = proxy.hosts()
+	if proxy != nil && result.Failure == "" {
+		result.Failure = bridgeFailure(result.ExitCode, sandbox.FoundInside(policy, opts.command[0]))
+		facts.result.Failure = result.Failure
+		if result.Failure != "" || !proxy.handedOver() {
+			// The bridge ran, the command never did: it could not be executed, or the
+			// hand-over failed (the bridge said why) and the bridge never execed it.
+			result.Started, facts.result.Started = false, false
+		}
+	}
 	if err != nil && ctx.Err() != nil {
 		facts.interrupted = interruptedStatus(ctx)
 	}
 	facts.failure = commandFailureMessage(opts, policy, result)
 	writeReport(opts, report, facts)
+	printCgroup(opts, result.Cgroup, cgroup.Unbounded(policy.Limits))
+	printLanding(opts, result)
+	if line := deniedSummary(facts.netDenied, allow); line != "" {
+		fmt.Fprintln(opts.Err, line)
+	}
 	for _, moved := range result.GitMovedAside {
 		fmt.Fprintf(opts.Err, "bwrapkit: the command planted what a host git would follow into its own config; moved aside: %s\n", moved)
 	}
 	var unavailable *sandbox.UnavailableError
 	var audit *sandbox.GitAuditError
+	var landErr *sandbox.LandError
 	switch {
+	case errors.As(err, &landErr):
+		fmt.Fprintf(opts.Err, "bwrapkit: %v\n", landErr)
+		return exitError{exitRefused}
 	case errors.As(err, &audit):
 		fmt.Fprintf(opts.Err, "bwrapkit: %v\n", audit)
 		return exitError{result.ExitCode}
 	case facts.interrupted != 0:
+		fmt.Fprintln(opts.Err, interruptedMessage(facts.interrupted-128))
 		return exitError{facts.interrupted}
 	case errors.As(err, &unavailable):
 		unavailable.StderrShown = true // bwrap's own line went to the same stderr
@@ -288,7 +468,127 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	case result.ExitCode != 0 && policy.Git != sandbox.GitCommit && isGit(opts.command) && hasGitDir(policy.Workdir):
 		fmt.Fprintln(opts.Err, "bwrapkit: .git is read-only in this sandbox (--git readonly, the default): a git command that writes (commit, stash, checkout -b, fetch) fails; --git commit lets it commit while hooks and config stay read-only")
 	}
+	if opts.failOnRefused && len(result.Refused) > 0 {
+		return exitError{exitRefused}
+	}
 	return exitError{result.ExitCode}
+}
+
+// printCgroup says on stderr, once, that a run had no cgroup of its own (unless the user
+// chose memory=unlimited and pids=unlimited), and whether its cgroup was left behind.
+func printCgroup(opts *runOptions, held sandbox.RunCgroup, chosen bool) {
+	if held.Mode == cgroup.None && !chosen {
+		fmt.Fprintf(opts.Err, "bwrapkit: note: this run had no cgroup of its own (keeper only: memory and tasks unbounded by a cgroup): %s; %s\n", held.Why, held.Remedy)
+	}
+	if held.Left != "" {
+		fmt.Fprintf(opts.Err, "bwrapkit: warning: the run's cgroup was not removed: %s\n", held.Left)
+	}
+}
+
+// earlierRunNotes are what a run found of earlier runs on the project whose bwrapkit
+// was killed (pure): said on stderr and kept in the report's warnings.
+func earlierRunNotes(result sandbox.Result) []string {
+	var notes []string
+	for _, layer := range result.Abandoned {
+		notes = append(notes, fmt.Sprintf("an earlier run on this project was killed before it landed its changes; nothing of it landed (its layer: %s)", layer))
+	}
+	for _, layer := range result.Interrupted {
+		notes = append(notes, fmt.Sprintf("an earlier run on this project was killed while landing its changes: part of them landed (each file whole, old or new); what did not is kept in %s", layer))
+	}
+	return notes
+}
+
+// printLanding says on stderr what a run's workdir mode did: the fallback warning, one
+// line per refused change and a summary, the abandoned layers of killed runs.
+func printLanding(opts *runOptions, result sandbox.Result) {
+	for _, note := range earlierRunNotes(result) {
+		fmt.Fprintf(opts.Err, "bwrapkit: %s\n", note)
+	}
+	if result.WorkdirMode != sandbox.WorkdirTransactional || !result.Started {
+		return
+	}
+	for _, refused := range result.Refused {
+		fmt.Fprintf(opts.Err, "bwrapkit: refused %s: %s\n", land.Printable(refused.Path), refusalText(refused.Rule))
+	}
+	if len(result.Refused) > 0 {
+		fmt.Fprintf(opts.Err, "bwrapkit: landed %d added, %d modified, %d deleted; refused %d (kept in %s)\n", result.Changes.Added, result.Changes.Modified, result.Changes.Deleted, len(result.Refused), result.Quarantine)
+	} else if result.Quarantine != "" {
+		fmt.Fprintf(opts.Err, "bwrapkit: nothing landed; the command's changes are kept in %s\n", result.Quarantine)
+	}
+}
+
+// refusalText explains a landing rule in a few words.
+func refusalText(rule string) string {
+	texts := map[string]string{
+		"git-entry":        "a .git other than the project's own (host git would run what it names)",
+		"git-shape":        "makes a directory a repository (HEAD beside objects/ and refs/): host git would run what it names",
+		"symlink-git":      "a symlink through .git (host tools would write git's own files)",
+		"git-readonly":     "a change under .git (use --git commit to commit)",
+		"git-commit":       "under .git but not what a commit writes (or it did not verify)",
+		"symlink-absolute": "a symlink to an absolute path",
+		"symlink-escapes":  "a symlink that leads out of the project",
+		"special-file":     "a device, FIFO or socket",
+		"world-writable":   "a world-writable mode",
+		"group-writable":   "group-writable for a group not yours",
+		"setuid":           "a setuid or setgid mode",
+		"protected":        "a file host tools run by themselves (policy, bwrapkit, hooks, --protect)",
+		"conflict":         "changed on the host during the run; the host's copy was kept",
+		"metacopy":         "its data was left in the lower layer",
+	}
+	if text, ok := texts[rule]; ok {
+		return rule + ": " + text
+	}
+	return rule
+}
+
+// bridgeFailure reads the exit status of a run with the proxy (the bridge execs the
+// command in its place) as bwrap's execvp failure would be read: a 127 for a name the
+// sandbox does not show is the bridge's failed exec, not the command's. A 126 the bridge
+// explained itself.
+func bridgeFailure(status int, foundInside bool) sandbox.CommandFailure {
+	if status == 127 && !foundInside {
+		return sandbox.CommandNotFound
+	}
+	return ""
+}
+
+// interruptedMessage is the one line an interrupted run leaves on stderr: a Ctrl-C
+// otherwise ends with a bare 130 and the user cannot tell the sandbox from the command.
+func interruptedMessage(signal int) string {
+	name := unix.SignalName(syscall.Signal(signal))
+	if name == "" {
+		name = "signal " + strconv.Itoa(signal)
+	}
+	return fmt.Sprintf("bwrapkit: interrupted (%s): every process of the sandbox was killed; exit %d", name, 128+signal)
+}
+
+// holdHome marks the project HOME in use for the whole run (a concurrent `home prune`
+// keeps it) and records its project and last use for `home ls`. A --home-dir is the
+// caller's own directory: neither.
+func holdHome(opts *runOptions, policy sandbox.Policy) (*home.Held, error) {
+	if opts.request.HomeDir != "" || policy.Home == "" || !home.InRoot(policy.Home, resolvedRoots(home.Roots(opts.Environ()))) {
+		return nil, nil
+	}
+	held, err := home.Hold(policy.Home)
+	if err != nil {
+		return nil, &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Err: err}
+	}
+	if err := home.Touch(policy.Home, policy.Workdir); err != nil {
+		fmt.Fprintf(opts.Err, "bwrapkit: could not record the HOME's use for `bwrapkit home ls`: %v\n", err)
+	}
+	return held, nil
+}
+
+// resolvedRoots are the HOMEs' roots as the policy's resolved HOME paths see them.
+func resolvedRoots(roots []string) []string {
+	resolved := make([]string, 0, len(roots))
+	for _, root := range roots {
+		if real, err := filepath.EvalSymlinks(root); err == nil {
+			root = real
+		}
+		resolved = append(resolved, root)
+	}
+	return resolved
 }
 
 // commandFailureMessage explains a 126 or 127, or is "".
@@ -299,7 +599,10 @@ func commandFailureMessage(opts *runOptions, policy sandbox.Policy, result sandb
 	name := opts.command[0]
 	switch result.Failure {
 	case sandbox.CommandNotFound:
-		return sandbox.NotFoundMessage(name, policy.InsidePath(), sandbox.HostLookPath(name, opts.Getenv("PATH")))
+		if link, target := sandbox.HiddenLinkTarget(policy, name); link != "" {
+			return hiddenLinkMessage(name, link, target)
+		}
+		return notFoundMessage(name, policy.InsidePath(), hostLookPath(name, opts.Getenv("PATH")))
 	case sandbox.CommandNotExecutable:
 		return fmt.Sprintf("%s: found inside the sandbox but cannot be executed (no execute permission, a missing interpreter, or a directory)", name)
 	}
@@ -344,6 +647,10 @@ type runFacts struct {
 	err         error
 	interrupted int // 128+N when a signal to bwrapkit ended the run
 	failure     string
+	// homeFallback is why HOME is ephemeral when a project HOME was wanted.
+	homeFallback string
+	netAllowed   []string // host:port the proxy let through
+	netDenied    []string // host:port the proxy refused
 }
 
 // runReport is the bwrapkit.run/v1 document.
@@ -357,8 +664,27 @@ type runReport struct {
 	Signal       int                 `json:"signal"`
 	TimedOut     bool                `json:"timed_out"`
 	DurationMS   int64               `json:"duration_ms"`
+	Lifetime     string              `json:"lifetime,omitempty"`
+	Cgroup       *sandbox.RunCgroup  `json:"cgroup,omitempty"`
+	WorkdirMode  string              `json:"workdir_mode"`
+	Changes      *landChanges        `json:"changes"`
+	Refused      []sandbox.Refusal   `json:"refused"`
+	Quarantine   string              `json:"quarantine"`
 	Error        *reportError        `json:"error"`
 	Policy       *sandbox.PolicyFile `json:"policy"`
+	// NetworkAllowed and NetworkDenied are the hosts the command asked bwrapkit's proxy
+	// for (host:port), let through and refused.
+	NetworkAllowed []string `json:"network_allowed"`
+	NetworkDenied  []string `json:"network_denied"`
+	// Warnings are what bwrapkit said on stderr about how the run differs from what was
+	// asked (a HOME that could not be made); absent when there are none.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+type landChanges struct {
+	Added    int `json:"added"`
+	Modified int `json:"modified"`
+	Deleted  int `json:"deleted"`
 }
 
 type reportError struct {
@@ -375,24 +701,45 @@ type reportTarget struct {
 	name string
 }
 
-func openReport(path string) (*reportTarget, error) {
+// maxFileName is NAME_MAX: the longest name one directory entry can have.
+const maxFileName = 255
+
+// openReport proves, before anything runs, that the report can be written where --report
+// says: a report lost after the command ran would leave a caller that reads it with
+// nothing, and a zero exit status.
+func openReport(path string, env []string) (*reportTarget, error) {
 	if path == "" {
 		return nil, nil
 	}
+	const field = "--report"
 	dirPath, name := filepath.Split(path)
 	if dirPath == "" {
 		dirPath = "."
 	}
 	if name == "" || name == "." || name == ".." {
-		return nil, usagef("--report %s: name a file", path)
+		return nil, usagef("%s %s: names a directory; name a file, as %s", field, path, filepath.Join(path, "report.json"))
+	}
+	if len(name) > maxFileName {
+		return nil, usagef("%s %s: the file name is %d bytes, longer than a file name can be (%d); choose a shorter one", field, path, len(name), maxFileName)
+	}
+	// Never at or under a home dot-entry: bwrapkit itself writes the report, and a
+	// ~/.bashrc written there would run in the caller's next shell.
+	if real, err := filepath.EvalSymlinks(dirPath); err == nil {
+		if err := sandbox.RefuseCallerDotEntry("--report", path, filepath.Join(real, name), env); err != nil {
+			return nil, usageError{err}
+		}
 	}
 	dir, err := safefile.OpenDir(dirPath)
 	if err != nil {
-		return nil, usagef("--report %s: %v", path, err)
+		return nil, usagef("%s %s: %v", field, path, err)
+	}
+	if dir.IsDirectory(name) {
+		dir.Close()
+		return nil, usagef("%s %s: names a directory; name a file, as %s", field, path, filepath.Join(path, "report.json"))
 	}
 	if err := dir.CheckWritable(); err != nil {
 		dir.Close()
-		return nil, usagef("--report %s: %v", path, err)
+		return nil, usagef("%s %s: %v", field, path, err)
 	}
 	return &reportTarget{dir: dir, name: name}, nil
 }
@@ -410,12 +757,28 @@ func writeReport(opts *runOptions, target *reportTarget, facts runFacts) {
 	result := facts.result
 	report := runReport{
 		Schema: "bwrapkit.run/v1", Bwrap: facts.bwrap, BwrapVersion: facts.version, Command: opts.command,
-		Started: result.Started && result.Failure == "", ExitCode: result.ExitCode, Signal: result.Signal,
+		Started: result.Started, ExitCode: result.ExitCode, Signal: result.Signal,
 		TimedOut: result.TimedOut, DurationMS: result.Duration.Milliseconds(),
+		Lifetime:    string(result.Lifetime),
+		WorkdirMode: string(result.WorkdirMode), Refused: result.Refused, Quarantine: result.Quarantine,
 	}
+	if result.Cgroup.Mode != "" {
+		report.Cgroup = &result.Cgroup
+	}
+	if report.Refused == nil {
+		report.Refused = []sandbox.Refusal{}
+	}
+	if result.WorkdirMode == sandbox.WorkdirTransactional {
+		report.Changes = &landChanges{result.Changes.Added, result.Changes.Modified, result.Changes.Deleted}
+	}
+	report.NetworkAllowed, report.NetworkDenied = nonNilStrings(facts.netAllowed), nonNilStrings(facts.netDenied)
 	if facts.policy.Schema != "" {
 		report.Policy = &facts.policy
 	}
+	if facts.homeFallback != "" {
+		report.Warnings = append(report.Warnings, facts.homeFallback)
+	}
+	report.Warnings = append(report.Warnings, earlierRunNotes(result)...)
 	var unavailable *sandbox.UnavailableError
 	switch {
 	case facts.interrupted != 0:
@@ -457,4 +820,11 @@ func isGit(command []string) bool {
 func hasGitDir(workdir string) bool {
 	_, err := os.Lstat(filepath.Join(workdir, ".git"))
 	return err == nil
+}
+
+func nonNilStrings(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
 }

@@ -289,3 +289,25 @@ func sleepers(marker string) []string {
 	}
 	return pids
 }
+
+// TestEveryPolicyFieldNamesARunFlag: the library's refusals name a policy field (the
+// policy file's key); the CLI shows the flag. Every field of the policy file must map to
+// a flag run really has, so a new field cannot be refused under a name the user never
+// typed.
+func TestEveryPolicyFieldNamesARunFlag(t *testing.T) {
+	flags := newRunCmd(streams{}, &globalOptions{}).Flags()
+	fields := reflect.TypeOf(sandbox.Request{})
+	for i := 0; i < fields.NumField(); i++ {
+		tag, _, _ := strings.Cut(fields.Field(i).Tag.Get("json"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		name := flagName(tag)
+		if !strings.HasPrefix(name, "--") || flags.Lookup(strings.TrimPrefix(name, "--")) == nil {
+			t.Errorf("policy field %s maps to %q, which is no flag of run", tag, name)
+		}
+	}
+	if got := (flagError{&sandbox.PolicyError{Field: "home_dir", Value: "/x", Reason: "no"}}).Error(); got != "--home-dir /x: no" {
+		t.Errorf("shown as %q", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
@@ -32,6 +33,26 @@ func workload(t *testing.T, name string) string {
 	return repo
 }
 
+// forWorkloadBwraps runs a workload on Debian's bwrap (direct mode, its fallback) and on
+// the pinned 0.12.0 (the transactional default), with no flag for the mode either way.
+func forWorkloadBwraps(t *testing.T, test func(t *testing.T, bwrap string)) {
+	for _, bwrap := range livetest.Bwraps(t) {
+		if bwrap.Name == "codex" {
+			continue // the transactional mode is the same on it; the attack tests cover it
+		}
+		t.Run(bwrap.Name, func(t *testing.T) {
+			if hasOverlay(bwrap.Path) {
+				// The default must be the transactional mode here, not a quiet fallback.
+				got := binaryRunWithin(t, workloadBound, workloadEnv(t, bwrap.Path), "run", "--workdir-mode", "transactional", "--workdir", livetest.TempDir(t), "--", "true")
+				if got.status != 0 {
+					t.Fatalf("the transactional mode cannot be built with %s: %d %s", bwrap.Path, got.status, got.stderr)
+				}
+			}
+			test(t, bwrap.Path)
+		})
+	}
+}
+
 func policyExample(name string) string {
 	return filepath.Join(livetest.RepoRoot(), "examples", "policies", name+".json")
 }
@@ -51,81 +72,88 @@ func assertClean(t *testing.T, repo string) {
 	}
 }
 
+// workloadBound is each workload run's bound: its first build is cold.
+const workloadBound = 5 * time.Minute
+
 func TestWorkloadGoBuildAndTest(t *testing.T) {
-	bwrap := livetest.SystemBwrap(t)
-	if _, err := os.Stat(filepath.Join(goBin, "go")); err != nil {
-		livetest.Skip(t, "no Go at "+goBin)
-	}
-	repo := workload(t, "gomod")
-	environ := workloadEnv(t, bwrap)
-	run := func(args ...string) outcome {
-		return binaryRun(t, environ, append([]string{"run", "--policy", policyExample("go"), "--workdir", repo, "--"}, args...)...)
-	}
-	if got := run("go", "build", "./..."); got.status != 0 {
-		t.Fatalf("go build: %d %s", got.status, got.stderr)
-	}
-	first := run("go", "test", "./...")
-	second := run("go", "test", "./...")
-	if first.status != 0 || second.status != 0 {
-		t.Fatalf("go test: %d %s / %d %s", first.status, first.stderr, second.status, second.stderr)
-	}
-	if strings.Contains(first.stdout, "(cached)") || !strings.Contains(second.stdout, "(cached)") {
-		t.Errorf("the second run's cache is not warm:\nfirst %s\nsecond %s", first.stdout, second.stdout)
-	}
-	assertClean(t, repo)
+	forWorkloadBwraps(t, func(t *testing.T, bwrap string) {
+		if _, err := os.Stat(filepath.Join(goBin, "go")); err != nil {
+			livetest.Skip(t, "no Go at "+goBin)
+		}
+		repo := workload(t, "gomod")
+		environ := workloadEnv(t, bwrap)
+		run := func(args ...string) outcome {
+			return binaryRunWithin(t, workloadBound, environ, append([]string{"run", "--policy", policyExample("go"), "--workdir", repo, "--"}, args...)...)
+		}
+		if got := run("go", "build", "./..."); got.status != 0 {
+			t.Fatalf("go build: %d %s", got.status, got.stderr)
+		}
+		first := run("go", "test", "./...")
+		second := run("go", "test", "./...")
+		if first.status != 0 || second.status != 0 {
+			t.Fatalf("go test: %d %s / %d %s", first.status, first.stderr, second.status, second.stderr)
+		}
+		if strings.Contains(first.stdout, "(cached)") || !strings.Contains(second.stdout, "(cached)") {
+			t.Errorf("the second run's cache is not warm:\nfirst %s\nsecond %s", first.stdout, second.stdout)
+		}
+		assertClean(t, repo)
+	})
 }
 
 func TestWorkloadPytest(t *testing.T) {
-	bwrap := livetest.SystemBwrap(t)
-	if err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").Run(); err != nil {
-		livetest.Skip(t, "no pytest for /usr/bin/python3 (Debian's python3-pytest)")
-	}
-	repo := workload(t, "pytest")
-	got := binaryRun(t, workloadEnv(t, bwrap), "run", "--policy", policyExample("python"), "--workdir", repo, "--",
-		"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider")
-	if got.status != 0 || !strings.Contains(got.stdout, "2 passed") {
-		t.Fatalf("pytest: %d %s %s", got.status, got.stdout, got.stderr)
-	}
-	assertClean(t, repo)
+	forWorkloadBwraps(t, func(t *testing.T, bwrap string) {
+		if err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").Run(); err != nil {
+			livetest.Skip(t, "no pytest for /usr/bin/python3 (Debian's python3-pytest)")
+		}
+		repo := workload(t, "pytest")
+		got := binaryRunWithin(t, workloadBound, workloadEnv(t, bwrap), "run", "--policy", policyExample("python"), "--workdir", repo, "--",
+			"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider")
+		if got.status != 0 || !strings.Contains(got.stdout, "2 passed") {
+			t.Fatalf("pytest: %d %s %s", got.status, got.stdout, got.stderr)
+		}
+		assertClean(t, repo)
+	})
 }
 
 func TestWorkloadMakeAndCC(t *testing.T) {
-	bwrap := livetest.SystemBwrap(t)
-	for _, tool := range []string{"make", "cc"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			livetest.Skip(t, "no "+tool)
+	forWorkloadBwraps(t, func(t *testing.T, bwrap string) {
+		for _, tool := range []string{"make", "cc"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				livetest.Skip(t, "no "+tool)
+			}
 		}
-	}
-	repo := workload(t, "c")
-	environ := workloadEnv(t, bwrap)
-	if got := binaryRun(t, environ, "run", "--workdir", repo, "--", "make", "check"); got.status != 0 {
-		t.Fatalf("make check: %d %s %s", got.status, got.stdout, got.stderr)
-	}
-	if _, err := os.Stat(filepath.Join(repo, "hello")); err != nil {
-		t.Errorf("the build did not reach the workdir: %v", err)
-	}
-	if got := binaryRun(t, environ, "run", "--workdir", repo, "--", "make", "clean"); got.status != 0 {
-		t.Fatalf("make clean: %d %s", got.status, got.stderr)
-	}
-	assertClean(t, repo)
+		repo := workload(t, "c")
+		environ := workloadEnv(t, bwrap)
+		if got := binaryRunWithin(t, workloadBound, environ, "run", "--workdir", repo, "--", "make", "check"); got.status != 0 {
+			t.Fatalf("make check: %d %s %s", got.status, got.stdout, got.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(repo, "hello")); err != nil {
+			t.Errorf("the build did not reach the workdir: %v", err)
+		}
+		if got := binaryRunWithin(t, workloadBound, environ, "run", "--workdir", repo, "--", "make", "clean"); got.status != 0 {
+			t.Fatalf("make clean: %d %s", got.status, got.stderr)
+		}
+		assertClean(t, repo)
+	})
 }
 
 func TestWorkloadNodeTest(t *testing.T) {
-	bwrap := livetest.SystemBwrap(t)
-	node, err := exec.LookPath("node")
-	if err != nil {
-		livetest.Skip(t, "no node (Debian's nodejs)")
-	}
-	repo := workload(t, "node")
-	args := []string{"run", "--policy", policyExample("node"), "--workdir", repo}
-	if dir := filepath.Dir(node); dir != "/usr/bin" && dir != "/bin" && dir != "/usr/local/bin" {
-		args = append(args, "--path", dir)
-	}
-	got := binaryRun(t, workloadEnv(t, bwrap), append(args, "--", "node", "--test")...)
-	if got.status != 0 || !strings.Contains(got.stdout, "pass 1") {
-		t.Fatalf("node --test: %d %s %s", got.status, got.stdout, got.stderr)
-	}
-	assertClean(t, repo)
+	forWorkloadBwraps(t, func(t *testing.T, bwrap string) {
+		node, err := exec.LookPath("node")
+		if err != nil {
+			livetest.Skip(t, "no node (Debian's nodejs)")
+		}
+		repo := workload(t, "node")
+		args := []string{"run", "--policy", policyExample("node"), "--workdir", repo}
+		if dir := filepath.Dir(node); dir != "/usr/bin" && dir != "/bin" && dir != "/usr/local/bin" {
+			args = append(args, "--path", dir)
+		}
+		got := binaryRunWithin(t, workloadBound, workloadEnv(t, bwrap), append(args, "--", "node", "--test")...)
+		if got.status != 0 || !strings.Contains(got.stdout, "pass 1") {
+			t.Fatalf("node --test: %d %s %s", got.status, got.stdout, got.stderr)
+		}
+		assertClean(t, repo)
+	})
 }
 
 // TestPolicyExamplesParseAndPrint: every shipped example is a valid policy, and flags

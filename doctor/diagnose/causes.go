@@ -173,6 +173,18 @@ func (f Facts) hostOnly(d Diagnosis) Diagnosis {
 	return d
 }
 
+// noProc: bwrap needs a mounted proc itself (its own /proc/self, the overflow uid) before it
+// builds anything, and the kernel lets a sandbox mount a fresh proc only where one is
+// already fully visible.
+func noProc(f Facts) Diagnosis {
+	mount := f.Sudo() + "mount -t proc proc /proc"
+	return Diagnosis{Cause: CauseProcMasked, Commands: []string{mount},
+		Summary:  "no proc is mounted here (a chroot or build root without /proc), and bwrap cannot start without one",
+		Evidence: f.evidence(append([]string{"proc: " + ProcText(f.Host.Proc)}, f.hostFacts()...)...),
+		Remedy: "mount proc where bwrapkit runs, then run the doctor again:\n" + mount +
+			"\nor run bwrapkit outside the chroot (the kernel also refuses user namespaces inside a chroot, so bwrap needs the real root anyway)"}
+}
+
 func unsupportedOS(f Facts) Diagnosis {
 	reason, _ := f.Host.Unsupported()
 	return Diagnosis{Cause: CauseUnsupportedOS, Summary: reason,
@@ -219,11 +231,37 @@ func missingOptions(f Facts) Diagnosis {
 		Fix:      remedy.InstallFix(f.Bwrap)}
 }
 
+// startFailed: exec of bwrap itself failed; the errno says why, and only ENOEXEC and EACCES
+// are the binary's or its mount's fault (a process out of descriptors is not).
 func startFailed(f Facts) Diagnosis {
-	return Diagnosis{Cause: CauseStartFailed, Summary: f.Bwrap + " could not be started (wrong architecture, or a noexec mount?)",
-		Evidence: f.evidence("sandbox: " + string(f.Reason)),
-		Remedy:   InstallRemedy,
-		Fix:      remedy.InstallFix(f.Bwrap)}
+	d := Diagnosis{Cause: CauseStartFailed, Evidence: f.evidence("sandbox: " + string(f.Reason))}
+	switch {
+	case errors.Is(f.Err, syscall.EMFILE) || errors.Is(f.Err, syscall.ENFILE):
+		d.Summary = f.Bwrap + " could not be started: too many open files (" + errText(f.Err) + ")"
+		d.Remedy = "this process (or the whole system) ran out of file descriptors; raise the limit (LimitNOFILE= in a unit) or close what leaks them, then run again; see the limit and the system's count with:\nulimit -n\ncat /proc/sys/fs/file-nr"
+		d.Commands = []string{"ulimit -n", "cat /proc/sys/fs/file-nr"}
+		return d
+	case errors.Is(f.Err, syscall.ENOMEM) || errors.Is(f.Err, syscall.EAGAIN):
+		d.Summary = f.Bwrap + " could not be started: the system is out of memory or processes (" + errText(f.Err) + ")"
+		d.Remedy = "free memory or raise the process limit (ulimit -u, pids.max of this cgroup), then run again"
+		return d
+	case errors.Is(f.Err, syscall.EACCES):
+		d.Summary = f.Bwrap + " could not be started: permission denied (a noexec mount, or no execute permission on a directory above it)"
+	default:
+		d.Summary = f.Bwrap + " could not be started (wrong architecture, or a noexec mount?)"
+		if f.Err != nil {
+			d.Summary += ": " + errText(f.Err)
+		}
+	}
+	d.Remedy, d.Fix = InstallRemedy, remedy.InstallFix(f.Bwrap)
+	return d
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "no error given"
+	}
+	return err.Error()
 }
 
 func setuidUnsupported(f Facts, why string) Diagnosis {
@@ -382,9 +420,22 @@ func AppArmor(f Facts) Diagnosis {
 }
 
 // containerNeeds is what this container's confinement must give up, from the facts: seccomp
-// when a filter is on (or unknown), AppArmor when a profile confines this process.
+// when a filter is on (or unknown), AppArmor when a profile confines this process, and the
+// masked /proc when no proc mount is fully visible. bwrap stops at the first refusal, so a
+// remedy that lifts only that one leaves the next (Docker's default: the filter, then the
+// proc mount); the facts show them all at once.
 func containerNeeds(host platform.Host) remedy.Needs {
-	return remedy.Needs{Seccomp: !host.SeccompState.Known || host.SeccompState.Mode == 2, AppArmor: mayConfine(host)}
+	return remedy.Needs{Seccomp: !host.SeccompState.Known || host.SeccompState.Mode == 2, AppArmor: mayConfine(host), Proc: procCovered(host)}
+}
+
+// procCovered: the mount table was read and no proc mount in it is fully visible, so the
+// kernel will refuse the sandbox a fresh proc (mnt_already_visible).
+func procCovered(host platform.Host) bool {
+	if !host.Proc.Known || host.Emulation == platform.EmulationGVisor {
+		return false
+	}
+	_, visible := host.Proc.VisibleProc()
+	return !visible
 }
 
 // mayConfine: a profile confines this process, or AppArmor is on and the label could not be
@@ -449,9 +500,23 @@ func slave(f Facts, fail Failure) Diagnosis {
 		d := Diagnosis{Cause: CauseContainerMount,
 			Summary:  "the " + containerName(host) + "'s seccomp filter refuses bwrap's mounts (\"Failed to make / slave: Operation not permitted\")",
 			Evidence: f.evidence(f.hostFacts()...)}
-		return withCommands(d, remedy.ForContainer(host, remedy.Needs{Seccomp: true, AppArmor: mayConfine(host)}))
+		return withCommands(d, remedy.ForContainer(host, remedy.Needs{Seccomp: true, AppArmor: mayConfine(host), Proc: procCovered(host)}))
 	}
 	return unknown(f, fail)
+}
+
+// pivotRoot: bwrap got its namespaces and mounts, and pivot_root(2) into the new root was
+// refused. Docker's default filter allows the namespaces only to a container given
+// CAP_SYS_ADMIN, and still denies pivot_root: its seccomp filter is the cause.
+func pivotRoot(f Facts, fail Failure) Diagnosis {
+	host := f.Host
+	if fail.Errno != "Operation not permitted" || host.Container == "" || !seccompFiltered(host) && host.SeccompState.Known {
+		return unknown(f, fail)
+	}
+	d := Diagnosis{Cause: CauseContainerMount,
+		Summary:  "the " + containerName(host) + "'s seccomp filter refuses bwrap's pivot_root (\"pivot_root: Operation not permitted\"); added capabilities do not lift it",
+		Evidence: f.evidence(f.hostFacts()...)}
+	return withCommands(d, remedy.ForContainer(host, remedy.Needs{Seccomp: true, AppArmor: mayConfine(host), Proc: procCovered(host)}))
 }
 
 // proc: the kernel lets a user namespace mount a fresh proc only while some proc mount of
@@ -509,7 +574,7 @@ func disableUserns(f Facts, fail Failure) Diagnosis {
 			"run bwrapkit in a container started by runc, or outside the container"
 		return d
 	case fail.Errno == "Read-only file system" && host.Runtime == platform.RuntimeNspawn:
-		return withCommands(d, remedy.NspawnWritableProcSys())
+		return withCommands(d, remedy.NspawnWritableProcSys(!host.InitialUserNamespace))
 	case fail.Errno == "Read-only file system" && host.Container != "":
 		return withCommands(d, remedy.ForContainer(host, remedy.Needs{Proc: true, AppArmor: mayConfine(host)}))
 	case fail.Errno == "Read-only file system" && readOnlyProcSys(host.Proc) != "":

@@ -5,6 +5,7 @@ package diagnose
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -99,6 +100,13 @@ func (d Diagnosis) RemedyCommands() []string {
 // facts shown: a wrong name costs a user more than none.
 func Diagnose(f Facts) Diagnosis {
 	fail := ParseFailure(f.Stderr)
+	if (f.Reason == sandbox.ReasonUnverified || f.Reason == sandbox.ReasonHardening) && fail.Step != StepNone {
+		// bwrap died in its own setup (a refused proc mount, pivot_root...) while the gate
+		// was looking at the half-built sandbox or bounding its child, and lost sight of it:
+		// bwrap's failure is the cause. The gate's word stands only for a sandbox that was
+		// built (a gate that refuses kills bwrap before it can print anything).
+		f.Reason = sandbox.ReasonSetupFailed
+	}
 	host := f.Host
 	gvisor := host.Emulation == platform.EmulationGVisor
 	blocked := func(knob platform.Knob) bool { return knob.Present && knob.Value == 0 }
@@ -110,6 +118,10 @@ func Diagnose(f Facts) Diagnosis {
 		return wsl1(f)
 	case f.Reason == sandbox.ReasonNotFound || f.Reason == sandbox.ReasonNotExecutable:
 		return noBwrap(f)
+	case procMissing(host) && fail.Step == StepOther && strings.Contains(fail.Line, "/proc/"):
+		// bwrap reads /proc before anything else (0.12.0 even for --help): without a proc
+		// mounted it is not an impostor, it cannot start at all.
+		return noProc(f)
 	case f.Setuid && fail.Step == StepSetuid:
 		// Decisive whatever else failed: such a build refuses even --help when setuid.
 		return setuidUnsupported(f, "the setuid bit is set and bwrap refuses setuid use")
@@ -177,6 +189,8 @@ func Diagnose(f Facts) Diagnosis {
 		return disableUserns(f, fail)
 	case StepSlave:
 		return slave(f, fail)
+	case StepPivotRoot:
+		return pivotRoot(f, fail)
 	case StepProc:
 		return proc(f, fail)
 	case StepUIDMap, StepLoopback:
@@ -196,6 +210,13 @@ func Diagnose(f Facts) Diagnosis {
 		return notBwrap(f)
 	}
 	return unknown(f, fail)
+}
+
+// procMissing: no proc is mounted where this process runs (a chroot or build root without
+// one): the mount table is absent, or read and holds no proc.
+func procMissing(host platform.Host) bool {
+	view := host.Proc
+	return host.Emulation != platform.EmulationGVisor && (!view.Known && view.Err == "" || view.Known && len(view.Mounts) == 0)
 }
 
 // usernsFromText decides a namespace failure the doctor's own clone did not reproduce (it

@@ -179,6 +179,8 @@ func TestDiagnose(t *testing.T) {
 		// bwrapkit's --disable-userns, refused by the host: bwrapkit's requirement, said so.
 		{"nspawn read-only /proc/sys (bubblewrap#707)", "nspawn-disable-userns-erofs", setup, []tweak{on("nspawn")}, CauseDisableUserns,
 			[]string{"SYSTEMD_NSPAWN_API_VFS_WRITABLE=1", "mount -o remount,rw /proc/sys"}, []string{"--security-opt", "unmask"}},
+		{"nspawn --private-users: the remount inside, not the host's variable", "nspawn-disable-userns-erofs", setup, []tweak{on("nspawn"), nestedNS}, CauseDisableUserns,
+			[]string{"mount -o remount,rw /proc/sys", "does not apply with --private-users"}, []string{"systemctl edit"}},
 		{"docker read-only /proc/sys", "nspawn-disable-userns-erofs", setup, []tweak{on("docker-ubuntu2404")}, CauseDisableUserns, []string{"systempaths=unconfined"}, nil},
 		{"incus AppArmor policy (lxc/incus#1937)", "incus-disable-userns-eacces", setup, []tweak{on("incus")}, CauseDisableUserns, []string{"on the host, upgrade Incus"}, []string{"security.nesting"}},
 		{"gVisor has no max_user_namespaces (google/gvisor#11210)", "gvisor-disable-userns-enoent", setup, []tweak{on("gvisor")}, CauseDisableUserns, []string{"no fix inside gVisor"}, nil},
@@ -191,6 +193,48 @@ func TestDiagnose(t *testing.T) {
 			CauseRefused, []string{"which part of the boundary"}, []string{"apparmor", "--security-opt"}},
 		{"untrusted bwrap in nspawn", "", sandbox.ReasonUntrusted, []tweak{on("nspawn"), refusal(sandbox.ReasonUntrusted, "/tmp/bwrap is writable by uid 1000")},
 			CauseRefused, []string{"bwrapkit install"}, []string{"mount -t proc"}},
+		// The gate lost sight of a sandbox bwrap was still building when bwrap died: bwrap's
+		// own failure decides, the gate's "unverified" only for a sandbox that was built.
+		{"gate unverified, bwrap refused proc in docker", "debian-0.8.0-proc-masked", sandbox.ReasonUnverified,
+			[]tweak{on("docker-ubuntu2404"), refusal(sandbox.ReasonUnverified, "cannot inspect the sandbox being built (/proc/42/root): no such file or directory")},
+			CauseProcMasked, []string{"systempaths=unconfined"}, []string{"another sandbox", "run again"}},
+		{"gate unverified, 0.12.0 refused proc in podman", "bwrap-0.12.0-podman-proc-eperm", sandbox.ReasonUnverified,
+			[]tweak{docker, withHost(func(h *platform.Host) { h.Container, h.Runtime = "podman", "podman" }), procOf(dockerLikeProc),
+				refusal(sandbox.ReasonUnverified, "cannot inspect the sandbox being built (/proc/42/root): no such process")},
+			CauseProcMasked, []string{"unmask=ALL"}, []string{"another sandbox"}},
+		{"gate unverified, codex refused proc in lxc", "codex-proc-masked", sandbox.ReasonUnverified,
+			[]tweak{on("lxc-pid1-environ"), refusal(sandbox.ReasonUnverified, "cannot inspect the sandbox being built (/proc/42/root)")},
+			CauseProcMasked, []string{"nesting.conf"}, nil},
+		{"limits lost the child that died at pivot_root (docker --cap-add SYS_ADMIN as nobody)", "debian-0.8.0-docker-sys-admin-pivot-root", sandbox.ReasonHardening,
+			[]tweak{docker, procOf(dockerLikeProc), refusal(sandbox.ReasonHardening, "cannot set as=unlimited on the sandbox (pid 50): operation not permitted")},
+			CauseContainerMount, []string{"seccomp=unconfined --security-opt systempaths=unconfined"}, []string{"which part of the boundary"}},
+		{"gate unverified, nothing from bwrap: the gate's own", "", sandbox.ReasonUnverified,
+			[]tweak{refusal(sandbox.ReasonUnverified, "inside the sandbox, /work is not the directory that was checked")},
+			CauseRefused, nil, []string{"proc"}},
+		// A chroot without /proc: bwrap 0.12.0 fails even --help; not an impostor.
+		{"chroot without proc: --help fails on overflowuid", "static-0.12.0-chroot-no-proc", sandbox.ReasonUnsupported,
+			[]tweak{func(f *Facts) { f.Missing = sandbox.Required(); f.Host.Proc = platform.ProcView{} }}, CauseProcMasked,
+			[]string{"sudo mount -t proc proc /proc"}, []string{"bwrapkit install", "impostor"}},
+		{"the same text where proc is mounted: bwrapkit cannot tell", "static-0.12.0-chroot-no-proc", sandbox.ReasonUnsupported,
+			[]tweak{func(f *Facts) { f.Missing = sandbox.Required(); f.Host.Proc = hostFixture(t, "debian12").Proc }}, CauseNotBwrap, nil, nil},
+		// exec of bwrap itself: only ENOEXEC and EACCES are the binary's fault.
+		{"start: EMFILE is not the architecture", "", sandbox.ReasonStartFailed,
+			[]tweak{func(f *Facts) {
+				f.Err = &sandbox.UnavailableError{Reason: sandbox.ReasonStartFailed, Err: &os.PathError{Op: "fork/exec", Path: f.Bwrap, Err: syscall.EMFILE}}
+			}},
+			CauseStartFailed, []string{"file descriptors"}, []string{"architecture", "bwrapkit install"}},
+		{"start: ENOEXEC is the architecture", "", sandbox.ReasonStartFailed,
+			[]tweak{func(f *Facts) {
+				f.Err = &sandbox.UnavailableError{Reason: sandbox.ReasonStartFailed, Err: &os.PathError{Op: "fork/exec", Path: f.Bwrap, Err: syscall.ENOEXEC}}
+			}},
+			CauseStartFailed, []string{"bwrapkit install"}, nil},
+		// Docker 20.10 as make hosts runs it: bwrap stops at the first refusal, the remedy
+		// must lift every one the facts show (the filter, then the masked /proc).
+		{"docker default: the filter and the masks, both", "debian-0.8.0-docker-default-userns", setup, []tweak{docker, procOf(dockerLikeProc), errno(syscall.EPERM)},
+			CauseContainer, []string{"docker run --security-opt seccomp=unconfined --security-opt systempaths=unconfined <image>"}, []string{"unmask"}},
+		{"docker --cap-add SYS_ADMIN: pivot_root is the filter's", "debian-0.8.0-docker-sys-admin-pivot-root", setup, []tweak{docker, procOf(dockerLikeProc), root},
+			CauseContainerMount, []string{"docker run --security-opt seccomp=unconfined --security-opt systempaths=unconfined <image>"}, []string{"dmesg"}},
+		{"pivot_root outside a container: no name", "debian-0.8.0-docker-sys-admin-pivot-root", setup, nil, CauseUnknown, nil, []string{"--security-opt"}},
 		// Setuid.
 		{"0.12.0 setuid", "static-0.12.0-setuid", setup, []tweak{func(f *Facts) { f.Setuid = true }}, CauseSetuidUnsupported, []string{"sudo chmod u-s /usr/bin/bwrap"}, nil},
 		{"codex setuid refuses even --help", "codex-setuid", sandbox.ReasonUnsupported, []tweak{func(f *Facts) { f.Setuid, f.Missing = true, sandbox.Required() }}, CauseSetuidUnsupported, []string{"chmod u-s"}, nil},

@@ -21,6 +21,7 @@ const (
 	StepBind          Step = "bind"           // a bind mount or its source
 	StepTmpfs         Step = "tmpfs"          // a tmpfs mount
 	StepSetuid        Step = "setuid"         // a build without setuid support run setuid
+	StepPivotRoot     Step = "pivot-root"     // pivot_root(2) into the new root (Docker's filter refuses it even with CAP_SYS_ADMIN)
 )
 
 // Failure is what bwrap's stderr says failed: the step, the path it names (where the step
@@ -117,6 +118,8 @@ func parseMessage(message string) Failure {
 		f.Step = StepUIDMap
 	case has("loopback:"):
 		f.Step = StepLoopback
+	case has("pivot_root"):
+		f.Step = StepPivotRoot
 	case has("failed to make / slave"):
 		f.Step, f.Path = StepSlave, "/"
 	case has("can't mount proc on"):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/doctor/remedy"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
 // The fix's effects against a temporary root: /etc, /proc/sys and a managed install live
@@ -64,7 +65,7 @@ func (s *fixScene) write(t *testing.T, hostPath, content string, mode fs.FileMod
 func (s *fixScene) standIn(t *testing.T, name string, status int) {
 	t.Helper()
 	script := fmt.Sprintf("#!/bin/sh\necho %s \"$@\" >> '%s'\nexit %d\n", name, s.log, status)
-	if err := os.WriteFile(filepath.Join(s.bin, name), []byte(script), 0o755); err != nil {
+	if err := livetest.WriteProgram(filepath.Join(s.bin, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 }

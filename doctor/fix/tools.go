@@ -1,17 +1,15 @@
 package fix
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"github.com/bwrapkit/bwrapkit/internal/pathlist"
 	"os/exec"
 	"strings"
 	"time"
-)
 
-// fixCommandMaxBytes bounds what is kept of a tool's output for its error.
-const fixCommandMaxBytes = 64 << 10
+	"github.com/bwrapkit/bwrapkit/internal/capped"
+	"github.com/bwrapkit/bwrapkit/internal/pathlist"
+)
 
 // ToolPath is a LookPath for the administrators' tools --fix runs (apparmor_parser,
 // sysctl): they live in sbin, which a user's or a cron job's PATH may lack, so the sbin
@@ -36,8 +34,8 @@ func lookPathIn(pathList string) func(name string) (string, error) {
 // since stdout is the report's.
 func RunTool(ctx context.Context, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
-	var output limitedOutput
-	cmd.Stdout, cmd.Stderr = &output, &output
+	output := capped.NewHead(nil) // kept for the error only, and bounded
+	cmd.Stdout, cmd.Stderr = output, output
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
 		said := strings.TrimSpace(output.String())
@@ -47,14 +45,4 @@ func RunTool(ctx context.Context, name string, args ...string) error {
 		return err
 	}
 	return nil
-}
-
-// limitedOutput keeps the first fixCommandMaxBytes of a command's output.
-type limitedOutput struct{ bytes.Buffer }
-
-func (l *limitedOutput) Write(p []byte) (int, error) {
-	if room := fixCommandMaxBytes - l.Len(); room > 0 {
-		l.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }

@@ -53,6 +53,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		observation = observeFDs()
 	case "dial":
 		observation = observeDial(rest)
+	case "net-allow":
+		observation = observeNetAllow(rest)
 	case "procs":
 		observation = observeProcs()
 	case "caps":
@@ -189,6 +191,12 @@ func fileOperation(op, path string) error {
 		return errors.Join(err, file.Close())
 	case "remove":
 		return os.Remove(path)
+	case "mkdir":
+		return os.Mkdir(path, 0o755)
+	case "symlink-out": // a link a host tool would follow out of the project
+		return os.Symlink("/etc", path)
+	case "chmod-open": // a directory any local user could then plant files in
+		return os.Chmod(path, 0o777)
 	}
 	return fmt.Errorf("unknown operation %q", op)
 }

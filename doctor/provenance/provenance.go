@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/capped"
 )
 
 // Package is the owner of a file.
@@ -65,6 +67,11 @@ func (e *NotOwnedError) Error() string { return e.Path + " belongs to no install
 // or none that owns the file, the error is a *NotOwnedError; a query that hangs or answers
 // nonsense is an error saying which and why.
 func Owner(ctx context.Context, path string, lookPath func(string) (string, error), run Runner) (Package, error) {
+	if !Packageable(path) {
+		// Asking would cost a full database read (`dpkg-query -S` alone is ~50 ms of CPU,
+		// more than the rest of a doctor) for an answer known in advance.
+		return Package{}, &NotOwnedError{Path: path}
+	}
 	var failures []string
 	for _, m := range managers() {
 		tool, err := lookPath(m.tool)
@@ -102,6 +109,27 @@ func Owner(ctx context.Context, path string, lookPath func(string) (string, erro
 		return Package{}, errors.New(strings.Join(failures, "; "))
 	}
 	return Package{}, &NotOwnedError{Path: path}
+}
+
+// packageTrees are where distribution packages install files (the FHS system trees and
+// /opt's add-on packages). The managed install, a home directory, /usr/local (the local
+// administrator's, by the FHS and every distribution's policy), /srv, /tmp and /var
+// (but for the trees below it packages use) are never a package's.
+var packageTrees = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/etc", "/var/lib", "/var/cache"}
+
+// Packageable reports whether a package manager could own path (absolute, resolved):
+// elsewhere the doctor does not ask one.
+func Packageable(path string) bool {
+	path = filepath.Clean(path)
+	if path == "/usr/local" || strings.HasPrefix(path, "/usr/local/") {
+		return false
+	}
+	for _, tree := range packageTrees {
+		if path == tree || strings.HasPrefix(path, tree+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // withVersion asks for the owner's version where the owner query did not give it.
@@ -289,17 +317,14 @@ func firstLine(text string) string {
 // must not hold the doctor.
 const QueryTimeout = 3 * time.Second
 
-// maxOutput bounds what is kept of a query's output.
-const maxOutput = 64 << 10
-
 // Run runs a query: stdin the null device, the C locale, at most QueryTimeout.
 func Run(ctx context.Context, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, QueryTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = []string{"LC_ALL=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	var stdout, stderr capped
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout, stderr := capped.NewHead(nil), capped.NewHead(nil) // bounded: a query may print without end
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	if ctx.Err() != nil {
@@ -309,15 +334,6 @@ func Run(ctx context.Context, name string, args ...string) (string, error) {
 		err = fmt.Errorf("%w: %s", err, firstLine(stderr.String()))
 	}
 	return stdout.String(), err
-}
-
-type capped struct{ bytes.Buffer }
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := maxOutput - c.Len(); room > 0 {
-		c.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }
 
 // SystemLookPath finds a package manager's tool in the system directories only: the

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
 func TestParsers(t *testing.T) {
@@ -53,7 +55,7 @@ func standIn(t *testing.T, name, script string) func(string) (string, error) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+	if err := livetest.WriteProgram(path, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return func(tool string) (string, error) {
@@ -160,5 +162,52 @@ func TestDpkgStatusVersion(t *testing.T) {
 		if version, ok := dpkgStatusVersion(status, name); ok {
 			t.Errorf("%s: %q", name, version)
 		}
+	}
+}
+
+func TestPackageable(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"/usr/bin/bwrap", true},
+		{"/bin/bwrap", true},
+		{"/opt/vendor/bin/bwrap", true},
+		{"/usr/libexec/flatpak-bwrap", true},
+		{"/usr/local/bin/bwrap", false},
+		{"/usr/local", false},
+		{"/usr/localx/bwrap", true},                                        // a sibling of /usr/local, not below it
+		{"/usr/local/lib/bwrapkit/versions/253c70372599ac19/bwrap", false}, // root's managed install
+		{"/root/.local/share/bwrapkit/bin/bwrap", false},
+		{"/home/dev/.local/share/bwrapkit/bin/bwrap", false},
+		{"/work/main/.cache/bwraps/bwrap-0.12.0", false},
+		{"/tmp/bwrap", false},
+		{"/srv/bwrap", false},
+		{"/optional/bwrap", false},
+		{"/var/lib/bwrapkit-ci/bwrap", true}, // /var/lib is a package tree
+	} {
+		if got := Packageable(tc.path); got != tc.want {
+			t.Errorf("Packageable(%q) = %v, want %v", tc.path, got, tc.want)
+		}
+	}
+}
+
+// TestOwnerAsksNoManagerOutsidePackageTrees: a stand-in dpkg-query that would claim the
+// file is never run for a path no package can own (the managed install), so that doctor
+// pays nothing for the query.
+func TestOwnerAsksNoManagerOutsidePackageTrees(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "asked")
+	lookPath := standIn(t, "dpkg-query", `touch '`+marker+`'; echo "bubblewrap: $2"`)
+	_, err := Owner(context.Background(), "/usr/local/lib/bwrapkit/bin/bwrap", lookPath, Run)
+	var notOwned *NotOwnedError
+	if !errors.As(err, &notOwned) {
+		t.Errorf("err = %v, want not owned", err)
+	}
+	if _, statErr := os.Stat(marker); statErr == nil {
+		t.Error("the package manager was asked about a path no package can own")
+	}
+	// The control: the same stand-in is asked, and answers, for a package tree's path.
+	if pkg, _ := Owner(context.Background(), "/opt/stand-in/bwrap", lookPath, Run); pkg.Name != "bubblewrap" {
+		t.Errorf("the stand-in did not answer for a package path: %+v", pkg)
 	}
 }

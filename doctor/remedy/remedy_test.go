@@ -180,7 +180,7 @@ func TestForContainer(t *testing.T) {
 		{"crostini", platform.Host{Container: "lxc", Runtime: "crostini"}, proc,
 			[]string{"vsh termina", "lxc config set penguin security.nesting true", "lxc restart penguin"}, []string{"crosh"}, true},
 		{"plain lxc", platform.Host{Container: "lxc", Runtime: "lxc"}, proc,
-			[]string{"echo 'lxc.include = /usr/share/lxc/config/nesting.conf' | sudo tee -a /var/lib/lxc/<container>/config",
+			[]string{"printf '%s\\n' 'lxc.include = /usr/share/lxc/config/nesting.conf' 'lxc.mount.auto = proc:rw sys:mixed cgroup:mixed' | sudo tee -a /var/lib/lxc/<container>/config",
 				"sudo lxc-stop -n <container>", "sudo lxc-start -n <container>"}, nil, true},
 		{"nspawn proc", platform.Host{Container: "systemd-nspawn", Runtime: "systemd-nspawn"}, proc,
 			[]string{"mkdir -p /run/bwrapkit-proc", "mount -t proc proc /run/bwrapkit-proc"}, []string{"Inside the container as root", "writable /proc/sys"}, true},

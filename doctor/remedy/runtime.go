@@ -77,10 +77,13 @@ func ForContainer(host platform.Host, needs Needs) Container {
 	case platform.RuntimeLXC, platform.RuntimeLXCLibvirt:
 		config := "/var/lib/lxc/" + placeholderName + "/config"
 		return Container{InPlace: true,
+			// Measured (make hosts, LXC 5.0): nesting.conf alone leaves /proc/sys read-only, so
+			// bwrap's --disable-userns fails next; proc:rw with it is what worked.
 			Text: "on the host (not inside this container), give the container LXC's nesting configuration " +
-				"(AppArmor's nesting profile and a clean proc mount) and restart it; " + placeholderName + " is its name (`lxc-ls`):",
+				"(AppArmor's nesting profile and a clean proc mount) and a writable proc, and restart it; " +
+				placeholderName + " is its name (`lxc-ls`):",
 			Commands: []string{
-				"echo 'lxc.include = /usr/share/lxc/config/nesting.conf' | sudo tee -a " + config,
+				"printf '%s\\n' 'lxc.include = /usr/share/lxc/config/nesting.conf' 'lxc.mount.auto = proc:rw sys:mixed cgroup:mixed' | sudo tee -a " + config,
 				"sudo lxc-stop -n " + placeholderName, "sudo lxc-start -n " + placeholderName}}
 	case platform.RuntimeNspawn:
 		return nspawn(needs)
@@ -108,7 +111,7 @@ func runFlags(cli string, needs Needs, unmask string) Container {
 	options := "--security-opt " + strings.Join(flags, " --security-opt ")
 	return Container{InPlace: true,
 		Text: "on the host (a container cannot lift its own confinement), start the container again with " + options +
-			" (compose: security_opt: [" + strings.Join(flags, ", ") + "]), or let the container be the sandbox:",
+			" added to the options it has (compose: security_opt: [" + strings.Join(flags, ", ") + "]), or let the container be the sandbox:",
 		Commands: []string{cli + " run " + options + " " + placeholderImage}}
 }
 
@@ -157,7 +160,18 @@ func nspawn(needs Needs) Container {
 
 // NspawnWritableProcSys is the remedy when bwrap's --disable-userns cannot write
 // /proc/sys/user/max_user_namespaces because systemd-nspawn mounts /proc/sys read-only.
-func NspawnWritableProcSys() Container {
+// privateUsers: the container has a user namespace of its own (--private-users), whose root
+// cannot remount it, and which nspawn does not combine with a writable /proc/sys.
+func NspawnWritableProcSys(privateUsers bool) Container {
+	if privateUsers {
+		// Measured (make hosts): with --private-users the container's root can remount it,
+		// and nspawn ignores SYSTEMD_NSPAWN_API_VFS_WRITABLE=1.
+		return Container{InPlace: true,
+			Text: "systemd-nspawn mounts /proc/sys read-only (SYSTEMD_NSPAWN_API_VFS_WRITABLE=1 does not apply with " +
+				"--private-users). Inside the container as root, remount it writable; with the container's own user " +
+				"namespace its root changes only what that namespace owns:",
+			Commands: []string{"mount -o remount,rw /proc/sys"}}
+	}
 	return Container{InPlace: true,
 		Text: "systemd-nspawn mounts /proc/sys read-only. On the host, start the container with " +
 			"SYSTEMD_NSPAWN_API_VFS_WRITABLE=1 in systemd-nspawn's environment (for a machine: `systemctl edit " +

@@ -77,7 +77,7 @@ func TestJSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	// The key sets are the contract (SPEC.md, bwrapkit.doctor/v1).
+	// The key sets are the contract (bwrapkit.doctor/v1, docs/doctor.md).
 	want := map[string][]string{
 		"":         {"bwrap", "checks", "duration_ms", "platform", "schema", "status", "tool_version"},
 		"platform": {"arch", "container", "kernel", "kind", "os"},

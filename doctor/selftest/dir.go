@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/trust"
 )
 
 // Where the self-tests make their directory. Not under /tmp first: the sandbox mounts private
@@ -100,24 +102,15 @@ func tryCandidate(candidate Candidate, now time.Time) (*Scene, error) {
 	return NewScene(candidate.Base)
 }
 
-// safeBase refuses a base another user could rename our directory out of: it must be the
-// caller's own, or root's and sticky (as /tmp), and not writable by others otherwise.
+// safeBase refuses a base another user could rename our directory out of (package trust's
+// rule: the caller's own or root's, and not writable by others unless sticky, as /tmp).
 func safeBase(base string) error {
 	info, err := os.Stat(base)
 	if err != nil {
 		return err
 	}
-	stat, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	mode := info.Mode()
-	sticky := mode&fs.ModeSticky != 0
-	switch {
-	case int(stat.Uid) != os.Geteuid() && stat.Uid != 0:
-		return fmt.Errorf("owned by uid %d, not this user", stat.Uid)
-	case mode.Perm()&0o022 != 0 && !sticky:
-		return fmt.Errorf("writable by others (mode %v) and not sticky", mode.Perm())
+	if findings := trust.Replaceable([]trust.Entry{trust.EntryOf(base, info)}, trust.Current()); len(findings) > 0 {
+		return errors.New(strings.Join(findings, "; "))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
 	"github.com/bwrapkit/bwrapkit/sandbox"
+	"github.com/bwrapkit/bwrapkit/sandbox/cgroup"
 	"github.com/bwrapkit/bwrapkit/sandbox/limits"
 	"github.com/bwrapkit/bwrapkit/sandbox/seccomp"
 )
@@ -141,13 +142,27 @@ func TestLimitsVerdict(t *testing.T) {
 		o.Filled, o.FillErrno = bounds.tmpfs, "ENOSPC"
 		return o
 	}
-	if c := limitsVerdict(inForce(), bounds); c.Status != report.StatusOK {
-		t.Errorf("in force: %s %s", c.Status, c.Summary)
-	}
+	v1 := sandbox.RunCgroup{Mode: cgroup.V1}
+	none := sandbox.RunCgroup{Mode: cgroup.None, Why: "only root can make cgroups on cgroup v1", Remedy: "systemd-run --user --scope -p Delegate=yes"}
 	asRoot := bounds
 	asRoot.root = true
-	if c := limitsVerdict(inForce(), asRoot); c.Status != report.StatusWarn || !strings.Contains(c.Summary, "RLIMIT_NPROC") || !strings.Contains(c.Remedy, "pids.max") {
-		t.Errorf("as root: %s %s", c.Status, c.Summary)
+	for _, tc := range []struct {
+		name         string
+		want         limitsExpectation
+		held         sandbox.RunCgroup
+		status       report.Status
+		says, remedy string
+	}{
+		{"a cgroup v1 as root", bounds, v1, report.StatusOK, "cgroup v1 as root", ""},
+		{"root in a cgroup v2: pids.max bounds root", asRoot, sandbox.RunCgroup{Mode: cgroup.V2}, report.StatusOK, "cgroup v2", ""},
+		{"keeper only", bounds, none, report.StatusWarn, "keeper only", "Delegate=yes"},
+		{"keeper only, as root", asRoot, none, report.StatusWarn, "a root caller's tasks", "pids.max"},
+		{"a cgroup left behind", bounds, sandbox.RunCgroup{Mode: cgroup.V1, Left: "EBUSY"}, report.StatusFail, "not removed", ""},
+	} {
+		c := limitsVerdict(inForce(), tc.want, tc.held)
+		if c.Status != tc.status || !strings.Contains(c.Summary, tc.says) || !strings.Contains(c.Remedy, tc.remedy) {
+			t.Errorf("%s: %s %s (remedy %q)", tc.name, c.Status, c.Summary, c.Remedy)
+		}
 	}
 	hostNofile := inForce()
 	for i := range hostNofile.Rlimits {
@@ -155,22 +170,22 @@ func TestLimitsVerdict(t *testing.T) {
 			hostNofile.Rlimits[i].Cur, hostNofile.Rlimits[i].Max = 20000, 20000
 		}
 	}
-	if c := limitsVerdict(hostNofile, bounds); c.Status != report.StatusFail || !strings.Contains(c.Summary, "RLIMIT_NOFILE is 20000/20000, the policy sets 256") {
+	if c := limitsVerdict(hostNofile, bounds, v1); c.Status != report.StatusFail || !strings.Contains(c.Summary, "RLIMIT_NOFILE is 20000/20000, the policy sets 256") {
 		t.Errorf("unbounded nofile: %s %s", c.Status, c.Summary)
 	}
 	raisable := inForce()
 	raisable.Rlimits[1].Raise = ""
-	if c := limitsVerdict(raisable, bounds); c.Status != report.StatusFail || !strings.Contains(c.Summary, "could be raised") {
+	if c := limitsVerdict(raisable, bounds, v1); c.Status != report.StatusFail || !strings.Contains(c.Summary, "could be raised") {
 		t.Errorf("raisable: %s %s", c.Status, c.Summary)
 	}
 	unbounded := inForce()
 	unbounded.Filled, unbounded.FillErrno = bounds.tmpfs+64<<10, ""
-	if c := limitsVerdict(unbounded, bounds); c.Status != report.StatusFail || !strings.Contains(c.Summary, "past its bound") {
+	if c := limitsVerdict(unbounded, bounds, v1); c.Status != report.StatusFail || !strings.Contains(c.Summary, "past its bound") {
 		t.Errorf("tmpfs unbounded: %s %s", c.Status, c.Summary)
 	}
 	unsized := bounds
 	unsized.sized = false
-	if c := limitsVerdict(unbounded, unsized); c.Status != report.StatusWarn || !strings.Contains(c.Summary, "--size") {
+	if c := limitsVerdict(unbounded, unsized, v1); c.Status != report.StatusWarn || !strings.Contains(c.Summary, "--size") {
 		t.Errorf("no --size: %s %s", c.Status, c.Summary)
 	}
 }

@@ -3,14 +3,15 @@ package selftest
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/internal/trust"
 	"github.com/bwrapkit/bwrapkit/sandbox"
+	"github.com/bwrapkit/bwrapkit/sandbox/cgroup"
 	"github.com/bwrapkit/bwrapkit/sandbox/limits"
 )
 
@@ -27,7 +28,7 @@ func Limits(env *Env, policy sandbox.Policy, request *probe.Request) (Part, erro
 		rlimits: policy.Limits.Within(inherited).Rlimits(),
 		tmpfs:   policy.Limits.TmpfsSize(),
 		sized:   env.Features.Has("size"),
-		root:    os.Geteuid() == 0,
+		root:    trust.Current().ParentRoot,
 	}
 	if bounds.tmpfs > 0 {
 		// A page more than the bound: a tmpfs without one takes it all without an error.
@@ -39,7 +40,7 @@ func Limits(env *Env, policy sandbox.Policy, request *probe.Request) (Part, erro
 		if launched.Observation.Limits == nil {
 			return missing("resource limits")
 		}
-		return limitsVerdict(*launched.Observation.Limits, bounds)
+		return limitsVerdict(*launched.Observation.Limits, bounds, launched.Result.Cgroup)
 	}}, nil
 }
 
@@ -47,7 +48,7 @@ type limitsExpectation struct {
 	rlimits []limits.Rlimit
 	tmpfs   uint64 // 0: no bound asked
 	sized   bool   // the bwrap has --size
-	root    bool   // the caller is root, whom RLIMIT_NPROC does not bound
+	root    bool   // the caller is the initial namespace's root, whom RLIMIT_NPROC does not bound
 }
 
 // rlimitNames are for the report only; the values come from the policy.
@@ -81,7 +82,11 @@ const nprocRootRemedy = "the kernel exempts uid 0 from RLIMIT_NPROC, so a comman
 
 // limitsVerdict: every rlimit inside is the policy's (soft = hard), core dumps are off, no
 // hard limit could be raised, and a write into a private tmpfs stopped at its bound.
-func limitsVerdict(observed probe.LimitsObservation, want limitsExpectation) report.Check {
+//
+// And which mode holds the run's memory, tasks and end: a cgroup of the run's own (v2,
+// delegated or root; v1 as root on a hybrid host), or the keeper alone, which bounds no
+// memory (memfds, tmpfs inodes) and, for root, no tasks.
+func limitsVerdict(observed probe.LimitsObservation, want limitsExpectation, held sandbox.RunCgroup) report.Check {
 	var wrong, detail []string
 	for _, bound := range want.rlimits {
 		name := rlimitName(bound.Resource)
@@ -125,16 +130,35 @@ func limitsVerdict(observed probe.LimitsObservation, want limitsExpectation) rep
 			wrong = append(wrong, fmt.Sprintf("/tmp took %d bytes, past its bound of %d", observed.Filled, want.tmpfs))
 		}
 	}
+	detail = append(detail, "cgroup: "+cgroupModeText(held))
+	if held.Left != "" {
+		wrong = append(wrong, "the run's cgroup was not removed at its end: "+held.Left)
+	}
 	switch {
 	case len(wrong) > 0:
 		return breach("the bounds are not in force inside: "+strings.Join(wrong, "; "), strings.Join(detail, "\n"))
 	case tmpfsNote != "":
 		return report.Check{Status: report.StatusWarn, Summary: "the rlimits are in force, but " + tmpfsNote, Detail: strings.Join(detail, "\n"),
 			Remedy: "run `bwrapkit install` for a bwrap with --size (bubblewrap 0.5.0+)"}
-	case want.root:
+	case held.Mode == cgroup.None || held.Mode == "":
+		unbounded, remedy := "memory held through memfds and tmpfs inodes is", held.Remedy
+		if want.root {
+			unbounded, remedy = "memory held through memfds and tmpfs inodes, and a root caller's tasks (RLIMIT_NPROC exempts uid 0), are", remedy+"; and "+nprocRootRemedy
+		}
 		return report.Check{Status: report.StatusWarn,
-			Summary: "the rlimits are in force and a private tmpfs stopped at its bound, but as root RLIMIT_NPROC bounds nothing (the kernel exempts uid 0)",
-			Detail:  strings.Join(detail, "\n"), Remedy: nprocRootRemedy}
+			Summary: "the rlimits are in force, but runs get no cgroup of their own here (keeper only): " + unbounded + " not bounded; " + held.Why,
+			Detail:  strings.Join(detail, "\n"), Remedy: remedy}
 	}
-	return pass(fmt.Sprintf("the policy's %d rlimits are in force and cannot be raised (core 0); a private tmpfs stopped at its bound", len(want.rlimits)), strings.Join(detail, "\n"))
+	return pass(fmt.Sprintf("the policy's %d rlimits are in force and cannot be raised (core 0); a private tmpfs stopped at its bound; each run has a cgroup of its own (%s)", len(want.rlimits), cgroupModeText(held)), strings.Join(detail, "\n"))
+}
+
+// cgroupModeText names the mode for a reader.
+func cgroupModeText(held sandbox.RunCgroup) string {
+	switch held.Mode {
+	case cgroup.V2:
+		return "cgroup v2: memory, pids and cgroup.kill in a subtree bwrapkit may write"
+	case cgroup.V1:
+		return "cgroup v1 as root: v1 memory and pids, and the v2 hierarchy's cgroup.kill"
+	}
+	return "keeper only: " + held.Why
 }

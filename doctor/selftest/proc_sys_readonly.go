@@ -3,6 +3,7 @@ package selftest
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -20,10 +21,48 @@ func sysctlCandidates() []string {
 	return []string{"/proc/sys/vm/stat_interval", "/proc/sys/vm/dirty_expire_centisecs", "/proc/sys/kernel/printk_ratelimit"}
 }
 
+// procMustClose are the /proc paths the sandbox must close, written out here and not
+// taken from the sandbox's own list (policy.Host.Proc): a path dropped there is then a
+// path with no mount of its own here, not a shorter list that still passes. They are
+// runc's and Docker's read-only and masked paths (runc's libcontainer/specconv defaults,
+// moby's daemon/pkg/oci/defaults.go), and the root-only files that check no capability,
+// which a root caller's command would otherwise read (docs/kernel-surface.md).
+func procMustClose() (readOnly, masked []string) {
+	readOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+	masked = []string{"/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+		"/proc/latency_stats", "/proc/sched_debug", "/proc/scsi", "/proc/timer_list", "/proc/timer_stats",
+		"/proc/kpageflags", "/proc/kpagecount", "/proc/kpagecgroup", "/proc/slabinfo", "/proc/pagetypeinfo",
+		"/proc/vmallocinfo"}
+	return readOnly, masked
+}
+
+// expectedProcSurface is procMustClose as this kernel's /proc has it (lstat is the
+// host's): a path the kernel lacks cannot be shown inside either.
+func expectedProcSurface(lstat func(string) (fs.FileInfo, error)) sandbox.ProcSurface {
+	readOnly, masked := procMustClose()
+	var surface sandbox.ProcSurface
+	for _, path := range readOnly {
+		if _, err := lstat(path); err == nil {
+			surface.ReadOnly = append(surface.ReadOnly, path)
+		}
+	}
+	for _, path := range masked {
+		info, err := lstat(path)
+		switch {
+		case err != nil:
+		case info.IsDir():
+			surface.MaskDirs = append(surface.MaskDirs, path)
+		default:
+			surface.MaskFiles = append(surface.MaskFiles, path)
+		}
+	}
+	return surface
+}
+
 // ProcSysReadonly is the self-test of its name; see doctor/README.md for why it can fail and
-// pass. What must be closed is the sandbox's own list for this kernel, policy.Host.Proc.
-func ProcSysReadonly(_ *Env, policy sandbox.Policy, request *probe.Request) (Part, error) {
-	surface := policy.Host.Proc
+// pass. What must be closed is procMustClose on this kernel, whatever the sandbox's list says.
+func ProcSysReadonly(_ *Env, _ sandbox.Policy, request *probe.Request) (Part, error) {
+	surface := expectedProcSurface(os.Lstat)
 	sysctl := ""
 	for _, candidate := range sysctlCandidates() {
 		if _, err := os.Stat(candidate); err == nil {

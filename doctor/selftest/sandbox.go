@@ -1,18 +1,17 @@
 package selftest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/internal/capped"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
@@ -34,14 +33,20 @@ type Env struct {
 	Homes []string
 	// Shared is the launch the planned self-tests share; nil runs "launch" bare.
 	Shared *Shared
+	// Joint is the run net-allow and workdir-vetting share; nil runs each alone.
+	Joint *Joint
+	// LaunchBound is how long bwrap may take to report the sandboxed child before the launch
+	// is tried once more with twice the bound; zero is DefaultLaunchBound.
+	LaunchBound time.Duration
 }
 
 // ProbeRun is one run of the probe through sandbox.Run, the path every caller uses.
 type ProbeRun struct {
-	Name    string
-	Args    []string
-	Network bool
-	Timeout time.Duration // the sandbox's --timeout; 0: none
+	Name     string
+	Args     []string
+	Network  bool
+	Timeout  time.Duration    // the sandbox's --timeout; 0: none
+	NetProxy sandbox.NetProxy // the proxy the run reaches the network through; zero: none
 }
 
 // ProbeResult is what came back: the Result, the probe's stdout and bwrap's stderr.
@@ -51,8 +56,11 @@ type ProbeResult struct {
 	Stderr string
 }
 
-// launchBound is how long bwrap may take to report the sandboxed child.
-const launchBound = 10 * time.Second
+// DefaultLaunchBound is how long bwrap may take to report the sandboxed child; a launch that
+// exceeds it is tried once more with twice the bound before the doctor reports it: on a host
+// loaded far past its cores (a fleet's busy builder) a healthy launch can take that long
+// once, and a failure the doctor reports must be one it reproduced.
+const DefaultLaunchBound = 10 * time.Second
 
 // SharedTmpfs is the bound of every private tmpfs in the shared launch: small, so the
 // limits self-test can fill one to its bound in a moment.
@@ -97,6 +105,10 @@ func (e *Env) Policy(network bool, bounds []string) (sandbox.Policy, error) {
 		Network:  network,
 		Env:      e.Probe.Env,
 		Limits:   bounds,
+		// The self-tests watch the workdir from the host while the probe runs (the
+		// timeout-kill marker): they prove the live-bind boundary; the transactional
+		// workdir has a self-test of its own (workdir-vetting).
+		WorkdirMode: string(sandbox.WorkdirDirect),
 	}, environ)
 	if err != nil {
 		return sandbox.Policy{}, err
@@ -105,15 +117,46 @@ func (e *Env) Policy(network bool, bounds []string) (sandbox.Policy, error) {
 	return policy, nil
 }
 
+// policyFor is a self-test's policy over a scratch project of its own, in mode.
+func (e *Env) policyFor(workdir string, mode sandbox.WorkdirMode) (sandbox.Policy, error) {
+	command := e.Probe.Argv
+	if len(command) == 0 || !filepath.IsAbs(command[0]) {
+		return sandbox.Policy{}, errors.New("no self-test probe configured (an absolute path to bwrapkit)")
+	}
+	policy, err := sandbox.NewPolicy(sandbox.Request{Workdir: workdir, ReadOnly: []string{command[0]}, Env: e.Probe.Env, WorkdirMode: string(mode)}, e.Environ)
+	if err != nil {
+		return sandbox.Policy{}, err
+	}
+	policy.Features = e.Features
+	return policy, nil
+}
+
 func (e *Env) run(ctx context.Context, policy sandbox.Policy, run ProbeRun) (ProbeResult, error) {
-	var stdout, stderr limitedBuffer
+	bound := e.LaunchBound
+	if bound <= 0 {
+		bound = DefaultLaunchBound
+	}
+	res, err := e.runOnce(ctx, policy, run, bound)
+	var unavailable *sandbox.UnavailableError
+	if errors.As(err, &unavailable) && unavailable.Reason == sandbox.ReasonLaunchTimeout && ctx.Err() == nil {
+		// Nothing ran (no child-pid, so the command never started): trying again changes
+		// nothing on the host.
+		res, err = e.runOnce(ctx, policy, run, 2*bound)
+	}
+	return res, err
+}
+
+func (e *Env) runOnce(ctx context.Context, policy sandbox.Policy, run ProbeRun, bound time.Duration) (ProbeResult, error) {
+	// A probe's report is small; a runaway one must not fill the doctor's memory.
+	stdout, stderr := capped.NewHead(nil), capped.NewHead(nil)
 	argv := append(append(append([]string{}, e.Probe.Argv...), run.Name), run.Args...)
 	result, err := sandbox.Run(ctx, policy, argv, sandbox.Options{
 		Bwrap:         e.Bwrap,
-		Stdout:        &stdout,
-		Stderr:        &stderr,
+		Stdout:        stdout,
+		Stderr:        stderr,
 		Timeout:       run.Timeout,
-		LaunchTimeout: launchBound,
+		LaunchTimeout: bound,
+		NetProxy:      run.NetProxy,
 	})
 	return ProbeResult{Result: result, Stdout: stdout.Bytes(), Stderr: stderr.String()}, err
 }
@@ -132,32 +175,6 @@ func Decode[T any](res ProbeResult, err error) (T, error) {
 	}
 	return observation, nil
 }
-
-// limitedBuffer keeps the first 64 KiB: a probe's report is small, and a runaway one must
-// not fill the doctor's memory.
-type limitedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-const limitedBufferSize = 64 << 10
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := limitedBufferSize - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (b *limitedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-func (b *limitedBuffer) String() string { return string(b.Bytes()) }
 
 // OrNothing stands in for an empty stderr line.
 func OrNothing(s string) string {

@@ -48,9 +48,11 @@ type Part struct {
 	Cleanup func()
 }
 
+// The bounds of a self-test: a hang's, not a healthy run's (milliseconds). They leave room
+// for one launch tried again (DefaultLaunchBound, then twice that) on a heavily loaded host.
 const (
-	timeout     = 20 * time.Second
-	killTimeout = 30 * time.Second // attempts of up to 5s each, plus teardown
+	timeout     = 45 * time.Second
+	killTimeout = 60 * time.Second // attempts of up to 5s each, plus teardown
 )
 
 // Tests lists the self-tests in report order. A new property is one file here (its part
@@ -65,6 +67,7 @@ func Tests() []Test {
 		{ID: "selftest.fd-isolation", Timeout: timeout, Plan: FDIsolation},
 		{ID: "selftest.secrets-hidden", Timeout: timeout, Plan: SecretsHidden},
 		{ID: "selftest.network", Timeout: timeout, Plan: Network},
+		{ID: "selftest.net-allow", Timeout: timeout, Run: NetAllow},
 		{ID: "selftest.proc-isolation", Timeout: timeout, Plan: ProcIsolation},
 		{ID: "selftest.proc-sys-readonly", Timeout: timeout, Plan: ProcSysReadonly},
 		{ID: "selftest.capabilities", Timeout: timeout, Plan: Capabilities},
@@ -74,6 +77,7 @@ func Tests() []Test {
 		{ID: "selftest.limits", Timeout: timeout, Plan: Limits},
 		{ID: "selftest.timeout-kill", Timeout: killTimeout, Run: TimeoutKill},
 		{ID: "selftest.nested-userns", Timeout: timeout, Plan: NestedUserns},
+		{ID: "selftest.workdir-vetting", Timeout: timeout, Run: WorkdirVetting},
 	}
 }
 

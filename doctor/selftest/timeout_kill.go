@@ -3,6 +3,7 @@ package selftest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
 	"github.com/bwrapkit/bwrapkit/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // killBounds are the sandbox timeouts timeout-kill tries. The first is short, since it is
@@ -96,17 +98,64 @@ func endSurvivors(found []string) {
 	}
 }
 
+// processesWith is every host process whose command line carries token, as "pid: argv".
+// It reads /proc with three system calls per process (open, read, close on a buffer of
+// its own; os.ReadFile adds an fstat and a second read): the scan is over every process
+// on the host, so its cost per process is most of the timeout-kill check's own CPU.
 func processesWith(token string) []string {
-	entries, _ := os.ReadDir("/proc")
+	proc, err := unix.Open("/proc", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(proc)
 	var found []string
-	for _, entry := range entries {
-		if _, err := strconv.Atoi(entry.Name()); err != nil {
+	buffer := make([]byte, 64<<10)
+	listing := make([]byte, 32<<10)
+	var names []string
+	for {
+		n, err := unix.Getdents(proc, listing)
+		if errors.Is(err, unix.EINTR) {
 			continue
 		}
-		cmdline, err := os.ReadFile("/proc/" + entry.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(cmdline), token) {
-			found = append(found, entry.Name()+": "+strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
+		if err != nil || n <= 0 {
+			break
+		}
+		_, _, names = unix.ParseDirent(listing[:n], -1, names[:0])
+		for _, name := range names {
+			if name[0] < '1' || name[0] > '9' {
+				continue // not a pid
+			}
+			if cmdline, ok := readCmdline(proc, name, buffer); ok && strings.Contains(string(cmdline), token) {
+				found = append(found, name+": "+strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
+			}
 		}
 	}
 	return found
+}
+
+// readCmdline reads /proc/<pid>/cmdline into buffer: whole when shorter than it (the
+// kernel fills a read as far as the command line goes, so a short read is its end); a
+// longer one only to the buffer's end, and the token is near its start (argv[0] or [2]).
+func readCmdline(proc int, pid string, buffer []byte) ([]byte, bool) {
+	fd, err := unix.Openat(proc, pid+"/cmdline", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(fd)
+	total := 0
+	for total < len(buffer) {
+		n, err := unix.Read(fd, buffer[total:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n <= 0 {
+			break
+		}
+		short := n < len(buffer)-total
+		total += n
+		if short {
+			break
+		}
+	}
+	return buffer[:total], true
 }

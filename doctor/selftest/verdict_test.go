@@ -1,6 +1,7 @@
 package selftest
 
 import (
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -220,6 +221,31 @@ func TestSecretsHiddenVerdict(t *testing.T) {
 			c := secretsHiddenVerdict(tc.ops, secrets)
 			if c.Status != tc.status || !strings.Contains(c.Summary, tc.says) {
 				t.Errorf("%s %q, want %s saying %q\n%s", c.Status, c.Summary, tc.status, tc.says, c.Detail)
+			}
+		})
+	}
+}
+
+func TestWorkdirVettingVerdict(t *testing.T) {
+	refusedAll := []sandbox.Refusal{{Path: "escape", Rule: "symlink-absolute"}, {Path: "open", Rule: "world-writable"}, {Path: "sub/.git", Rule: "git-entry"}}
+	cases := []struct {
+		name    string
+		result  sandbox.Result
+		present []string
+		want    report.Status
+	}{
+		{"all refused, the honest file landed", sandbox.Result{WorkdirMode: sandbox.WorkdirTransactional, Refused: refusedAll}, []string{"honest"}, report.StatusOK},
+		{"a planted .git reached the host", sandbox.Result{Refused: refusedAll}, []string{"honest", "sub/.git"}, report.StatusFail},
+		{"the link reached the host", sandbox.Result{Refused: refusedAll}, []string{"honest", "escape"}, report.StatusFail},
+		{"nothing landed at all", sandbox.Result{Refused: refusedAll}, nil, report.StatusFail},
+		{"kept out but not named", sandbox.Result{Refused: refusedAll[:2]}, []string{"honest"}, report.StatusFail},
+		{"the probe failed", sandbox.Result{ExitCode: 1, Refused: refusedAll}, []string{"honest"}, report.StatusFail},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := workdirVettingVerdict(c.result, func(name string) bool { return slices.Contains(c.present, name) })
+			if got.Status != c.want {
+				t.Errorf("status %s, want %s: %s", got.Status, c.want, got.Summary)
 			}
 		})
 	}

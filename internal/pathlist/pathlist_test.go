@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
 func TestEntries(t *testing.T) {
@@ -45,7 +47,7 @@ func TestLook(t *testing.T) {
 
 func TestIsExecutable(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "x"), nil, 0o755)
+	livetest.WriteProgram(filepath.Join(dir, "x"), nil, 0o755)
 	os.WriteFile(filepath.Join(dir, "noexec"), nil, 0o644)
 	os.Symlink(filepath.Join(dir, "x"), filepath.Join(dir, "link"))
 	for name, want := range map[string]bool{"x": true, "noexec": false, "link": true, ".": false, "missing": false} {

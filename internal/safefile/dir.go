@@ -107,6 +107,12 @@ func (d *Dir) WriteFile(name string, data []byte, perm os.FileMode) (err error) 
 	return nil
 }
 
+// IsDirectory reports whether name in d is a directory (never following a symlink).
+func (d *Dir) IsDirectory(name string) bool {
+	var stat unix.Stat_t
+	return unix.Fstatat(d.fd, name, &stat, unix.AT_SYMLINK_NOFOLLOW) == nil && stat.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
 // CheckWritable proves the caller can create a file in d: it creates an O_EXCL temp file
 // and removes it.
 func (d *Dir) CheckWritable() error {

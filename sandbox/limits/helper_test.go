@@ -7,10 +7,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -140,8 +143,11 @@ func fill(path string, limit int64) (int64, error) {
 // counts every task in the sandbox's pid namespace at that moment, then kills and
 // reaps them all. The pid namespace dies with bwrap too, so nothing can outlive the run.
 func forkProbe(limit int) {
-	// One OS thread, no new ones: at the limit the Go runtime itself could not start a
-	// thread, and this goroutine must not move while children exist.
+	// No new OS threads once forking starts: at the limit the runtime could not start
+	// one (newosproc is fatal), so it gets idle ones now to hand its scheduler to while
+	// this goroutine is in a system call; and this goroutine must not move while
+	// children exist.
+	spareThreads(8)
 	runtime.LockOSThread()
 	baseline := countTasks()
 	var children []int
@@ -163,6 +169,36 @@ func forkProbe(limit int) {
 		syscall.Wait4(pid, &status, 0, nil)
 	}
 	fmt.Printf("baseline=%d\nforked=%d\nstop=%s\ntasks=%d\nafter=%d\n", baseline, len(children), errName(stopErr(stop)), tasks, countTasks())
+}
+
+// spareThreads leaves n idle OS threads in the Go runtime: n goroutines each hold a
+// thread of their own at once, then let go of it and end. The runtime keeps idle
+// threads and reuses them (startm takes an idle M before it creates one), so later,
+// at the sandbox's task limit, it never has to create one: CI saw "failed to create
+// new OS thread (have 5 already; errno=11)" when the system monitor handed the
+// scheduler off during countTasks' getdents at the limit. The goroutines must have
+// ended, not only unlocked: one still runnable is work that wants a thread of its own.
+func spareThreads(n int) {
+	var held, ended sync.WaitGroup
+	release := make(chan struct{})
+	held.Add(n)
+	ended.Add(n)
+	for range n {
+		go func() {
+			defer ended.Done()
+			runtime.LockOSThread()
+			held.Done()
+			<-release
+			runtime.UnlockOSThread()
+		}()
+	}
+	held.Wait()
+	close(release)
+	ended.Wait()
+	// Their threads park once they find nothing to run; and no collection starts
+	// later, whose workers would be more work to find a thread for.
+	time.Sleep(20 * time.Millisecond)
+	debug.SetGCPercent(-1)
 }
 
 func stopErr(errno syscall.Errno) error {
@@ -223,6 +259,7 @@ func errName(err error) string {
 // the escape a command would try if nproc were counted per namespace with no parent.
 // It then kills every task in the pid namespace but pid 1 and itself.
 func forkNestedProbe(limit int) {
+	spareThreads(8) // as forkProbe
 	runtime.LockOSThread()
 	var fds [2]int
 	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {

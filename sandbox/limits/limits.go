@@ -1,5 +1,6 @@
 // Package limits owns the resource bounds of a sandboxed command: the rlimits bwrap's
-// child gets before the command exists, and the size of each private tmpfs.
+// child gets before the command exists, the size of each private tmpfs, and the memory
+// and task bounds of the run's cgroup (package cgroup sets those).
 package limits
 
 import (
@@ -18,8 +19,10 @@ const (
 	AS     Name = "as"     // RLIMIT_AS: bytes of address space per process
 	Core   Name = "core"   // RLIMIT_CORE: always 0, core dumps off
 	Fsize  Name = "fsize"  // RLIMIT_FSIZE: bytes in any one file written
+	Memory Name = "memory" // the run's cgroup: bytes of memory, kernel memory, tmpfs and memfds included
 	Nofile Name = "nofile" // RLIMIT_NOFILE: one more than the highest descriptor number
 	Nproc  Name = "nproc"  // RLIMIT_NPROC: tasks (threads count) of the sandbox's uid
+	Pids   Name = "pids"   // the run's cgroup: tasks (threads count), root's included
 	Tmpfs  Name = "tmpfs"  // bytes of each private tmpfs (/tmp, /var/tmp, /run, /dev/shm)
 )
 
@@ -33,7 +36,7 @@ const maxTmpfs = uint64(math.MaxInt64)
 // bound is one row of the table every decision reads.
 type bound struct {
 	name     Name
-	resource int    // the RLIMIT_* constant, or -1 for tmpfs (not an rlimit)
+	resource int    // the RLIMIT_* constant, or -1 for tmpfs and the cgroup's bounds (not rlimits)
 	size     bool   // a size in bytes (takes units) rather than a count
 	fallback uint64 // the default; README.md says why each is what it is
 	// unlimitedOK: "unlimited" is accepted. Not for core (core dumps stay off, issue 7
@@ -55,13 +58,17 @@ func bounds() [count]bound {
 		{name: AS, resource: unix.RLIMIT_AS, size: true, fallback: Unlimited, unlimitedOK: true, floor: 1},
 		{name: Core, resource: unix.RLIMIT_CORE, size: true, fallback: 0, onlyZero: true},
 		{name: Fsize, resource: unix.RLIMIT_FSIZE, size: true, fallback: 8 * gib, unlimitedOK: true},
+		// A floor of 16 MiB: bwrap and a small command need a few MiB; below that the
+		// run dies of the bound before it can say anything.
+		{name: Memory, resource: -1, size: true, fallback: 8 * gib, unlimitedOK: true, floor: 16 << 20},
 		{name: Nofile, resource: unix.RLIMIT_NOFILE, fallback: 65536, floor: 64},
 		{name: Nproc, resource: unix.RLIMIT_NPROC, fallback: 4096, unlimitedOK: true, floor: 2},
+		{name: Pids, resource: -1, fallback: 4096, unlimitedOK: true, floor: 4},
 		{name: Tmpfs, resource: -1, size: true, fallback: 1 * gib, unlimitedOK: true, floor: 1},
 	}
 }
 
-const count = 6
+const count = 8
 
 // origin says where a value came from. Only defaults are lowered to the caller's hard
 // limits (Within); a value the user set is applied as given or refused.
@@ -139,6 +146,13 @@ func (l Limits) Rlimits() []Rlimit {
 		out = append(out, Rlimit{Resource: b.resource, Cur: v, Max: v})
 	}
 	return out
+}
+
+// Explicit reports whether the user set name (a --limit or the policy's "limit"), as
+// opposed to its default: a bound the user asked for must hold, or the run is refused.
+func (l Limits) Explicit(name Name) bool {
+	i := index(name)
+	return i >= 0 && l.from[i] == fromExplicit
 }
 
 // TmpfsSize is the byte count for bwrap's --size before each private --tmpfs; 0 means

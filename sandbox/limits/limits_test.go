@@ -10,7 +10,7 @@ import (
 )
 
 func TestNamesSorted(t *testing.T) {
-	want := []string{"as", "core", "fsize", "nofile", "nproc", "tmpfs"}
+	want := []string{"as", "core", "fsize", "memory", "nofile", "nproc", "pids", "tmpfs"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -28,6 +28,11 @@ func TestParseGood(t *testing.T) {
 		want uint64
 	}{
 		{"nproc=512", Nproc, 512},
+		{"memory=16M", Memory, 16 << 20},
+		{"memory=2G", Memory, 2 << 30},
+		{"memory=unlimited", Memory, Unlimited},
+		{"pids=4", Pids, 4},
+		{"pids=unlimited", Pids, Unlimited},
 		{"nproc=unlimited", Nproc, Unlimited},
 		{"nproc=18446744073709551615", Nproc, Unlimited},
 		{"nofile=4096", Nofile, 4096},
@@ -120,6 +125,11 @@ func TestParseBad(t *testing.T) {
 		{"core=1K", BadValue, "only 0"},
 		{"core=unlimited", BadValue, "only 0"},
 		{"nproc=5=6", BadValue, "count"},
+		{"memory=1M", BadValue, "at least 16M"},
+		{"memory=0", BadValue, "at least 16M"},
+		{"memory=1GB", BadValue, "unknown unit"},
+		{"pids=3", BadValue, "at least 4"},
+		{"pids=1K", BadValue, "count"},
 	} {
 		base, _ := Parse([]string{"nproc=77"}, Defaults())
 		got, err := Parse([]string{"fsize=1G", tc.spec}, base)
@@ -132,7 +142,7 @@ func TestParseBad(t *testing.T) {
 			t.Errorf("Parse(%q): %+v; want kind %d saying %q", tc.spec, perr, tc.kind, tc.says)
 		}
 		msg := err.Error()
-		if !strings.Contains(msg, "as, core, fsize, nofile, nproc, tmpfs") || !strings.Contains(msg, `"`+tc.spec+`"`) {
+		if !strings.Contains(msg, "as, core, fsize, memory, nofile, nproc, pids, tmpfs") || !strings.Contains(msg, `"`+tc.spec+`"`) {
 			t.Errorf("Parse(%q): message %q lacks the spec or the names", tc.spec, msg)
 		}
 		// A refused list changes nothing, not even the specs before the bad one.
@@ -151,7 +161,7 @@ func TestParseLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"as=1G", "core=0", "fsize=8G", "nofile=65536", "nproc=300", "tmpfs=64M"}
+	want := []string{"as=1G", "core=0", "fsize=8G", "memory=8G", "nofile=65536", "nproc=300", "pids=4096", "tmpfs=64M"}
 	if !slices.Equal(got.Strings(), want) {
 		t.Fatalf("Strings() = %v, want %v", got.Strings(), want)
 	}
@@ -161,7 +171,7 @@ func TestParseLayers(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	want := []string{"as=unlimited", "core=0", "fsize=8G", "nofile=65536", "nproc=4096", "tmpfs=1G"}
+	want := []string{"as=unlimited", "core=0", "fsize=8G", "memory=8G", "nofile=65536", "nproc=4096", "pids=4096", "tmpfs=1G"}
 	if got := Defaults().Strings(); !slices.Equal(got, want) {
 		t.Fatalf("Defaults().Strings() = %v, want %v", got, want)
 	}
@@ -234,14 +244,14 @@ func TestWithin(t *testing.T) {
 		{unix.RLIMIT_CORE, Unlimited, Unlimited},
 	}
 	got := Defaults().Within(hard)
-	want := []string{"as=1T", "core=0", "fsize=8G", "nofile=4096", "nproc=100", "tmpfs=1G"}
+	want := []string{"as=1T", "core=0", "fsize=8G", "memory=8G", "nofile=4096", "nproc=100", "pids=4096", "tmpfs=1G"}
 	if !slices.Equal(got.Strings(), want) {
 		t.Fatalf("Defaults().Within = %v, want %v", got.Strings(), want)
 	}
 	// A value the user set is never lowered silently: Apply refuses it instead.
 	l, _ := Parse([]string{"nofile=100000", "nproc=50"}, Defaults())
 	got = l.Within(hard)
-	want = []string{"as=1T", "core=0", "fsize=8G", "nofile=100000", "nproc=50", "tmpfs=1G"}
+	want = []string{"as=1T", "core=0", "fsize=8G", "memory=8G", "nofile=100000", "nproc=50", "pids=4096", "tmpfs=1G"}
 	if !slices.Equal(got.Strings(), want) {
 		t.Fatalf("Within kept %v, want %v", got.Strings(), want)
 	}
@@ -277,7 +287,7 @@ func TestStringsRoundTrip(t *testing.T) {
 		}
 	}
 	l, _ := Parse([]string{"fsize=1048576K", "tmpfs=1024G", "as=1536M"}, Defaults())
-	if got := l.Strings(); !slices.Equal(got, []string{"as=1536M", "core=0", "fsize=1G", "nofile=65536", "nproc=4096", "tmpfs=1T"}) {
+	if got := l.Strings(); !slices.Equal(got, []string{"as=1536M", "core=0", "fsize=1G", "memory=8G", "nofile=65536", "nproc=4096", "pids=4096", "tmpfs=1T"}) {
 		t.Fatalf("canonical form %v", got)
 	}
 }

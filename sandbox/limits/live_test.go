@@ -217,9 +217,9 @@ func TestLiveNproc(t *testing.T) {
 			t.Logf("uid %d (%d tasks on the host before): baseline %d tasks, forked %d, %d tasks at the stop, stop=%s",
 				os.Getuid(), outside, got.num(t, "baseline"), forked, tasks, stop)
 			if asRoot() {
-				// Documented in README.md: nproc does not bind a root caller.
+				// Documented in docs/run.md and sandbox/limits/README.md: nproc does not bind a root caller.
 				if stop != "ok" || forked != nproc+50 {
-					t.Fatalf("as root: forked %d, stop %s; the kernel now enforces RLIMIT_NPROC for root: update README.md", forked, stop)
+					t.Fatalf("as root: forked %d, stop %s; the kernel now enforces RLIMIT_NPROC for root: update docs/run.md and sandbox/limits/README.md", forked, stop)
 				}
 				return
 			}
@@ -255,7 +255,7 @@ func TestLiveNprocNestedUserns(t *testing.T) {
 			t.Logf("uid %d: forked %d in a nested user namespace, %d tasks in the sandbox", os.Getuid(), forked, tasks)
 			if asRoot() {
 				if forked != nproc+50 {
-					t.Fatalf("as root: forked %d; the kernel now enforces RLIMIT_NPROC for root: update README.md", forked)
+					t.Fatalf("as root: forked %d; the kernel now enforces RLIMIT_NPROC for root: update docs/run.md and sandbox/limits/README.md", forked)
 				}
 				return
 			}

@@ -100,6 +100,10 @@ func parseOne(spec string) (int, uint64, error) {
 			return fail(BadValue, "bwrap itself needs open files to set up the sandbox: give at least %d", b.floor)
 		case Nproc:
 			return fail(BadValue, "bwrap's pid 1 and the command need a task each: give at least %d", b.floor)
+		case Pids:
+			return fail(BadValue, "bwrap, its pid 1 and the command need a task each: give at least %d", b.floor)
+		case Memory:
+			return fail(BadValue, "bwrap and the command need a few MiB: give at least 16M")
 		}
 		return fail(BadValue, "%s=0 would stop the command before it starts: give at least %d", name, b.floor)
 	case b.name == Tmpfs && v > maxTmpfs:

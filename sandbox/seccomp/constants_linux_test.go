@@ -45,6 +45,7 @@ func TestConstantsMatchXSys(t *testing.T) {
 			unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET},
 		{"TIOCSTI", tiocsti, unix.TIOCSTI},
 		{"TIOCLINUX", tioclinux, unix.TIOCLINUX},
+		{"TIOCSETD", tiocsetd, unix.TIOCSETD},
 		{"AF_UNIX", afUnix, unix.AF_UNIX},
 		{"AF_INET", afInet, unix.AF_INET},
 		{"AF_INET6", afInet6, unix.AF_INET6},

@@ -171,6 +171,15 @@ func probes(dir string) []probe {
 			return closing(unix.Syscall(unix.SYS_USERFAULTFD, unix.O_CLOEXEC|uffdUserModeOnly, 0, 0))
 		}},
 		{"mount", "EPERM", func() error { return unix.Mount("none", path("missing"), "tmpfs", 0, "") }},
+		// With no flags open_tree_attr is an O_PATH open of dir: unfiltered it succeeds.
+		{"open_tree_attr", "EPERM", func() error {
+			return closing(unix.Syscall6(unix.SYS_OPEN_TREE_ATTR, at, cstring(dir), unix.OPEN_TREE_CLOEXEC, 0, 0, 0))
+		}},
+		{"memfd_secret", "EPERM", func() error { return closing(unix.Syscall(unix.SYS_MEMFD_SECRET, unix.O_CLOEXEC, 0, 0)) }},
+		// The unprivileged form (Linux 5.13+): notification only, events by file handle.
+		{"fanotify_init", "EPERM", func() error {
+			return closing(unix.Syscall(unix.SYS_FANOTIFY_INIT, unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID|unix.FAN_CLOEXEC, unix.O_RDONLY, 0))
+		}},
 		{"socket-vsock", "EAFNOSUPPORT", func() error {
 			return closing(unix.Syscall(unix.SYS_SOCKET, unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0))
 		}},
@@ -247,9 +256,10 @@ func createFile(path string, mode uint32) error {
 	return err
 }
 
-// terminalProbes run TIOCSTI and TIOCLINUX on a fresh pty made this process's
+// terminalProbes run TIOCSTI, TIOCLINUX and TIOCSETD on a fresh pty made this process's
 // controlling terminal: there, unfiltered, TIOCSTI works (or EIO where the kernel
-// disabled it) and TIOCLINUX says EINVAL, so only the filter answers EPERM.
+// disabled it), TIOCLINUX says EINVAL and TIOCSETD to N_TTY works, so only the filter
+// answers EPERM.
 func terminalProbes() []probe {
 	var tty int
 	var setup error
@@ -260,7 +270,8 @@ func terminalProbes() []probe {
 		return errnoOf(unix.Syscall(unix.SYS_IOCTL, uintptr(tty), request, arg))
 	}
 	var input byte = '#'
-	var subcode byte = 2 // TIOCL_SETSEL
+	var subcode byte = 2     // TIOCL_SETSEL
+	var lineDiscipline int32 // N_TTY
 	return []probe{
 		{"tty-setup", "ok", func() error {
 			tty, setup = controllingPty()
@@ -273,6 +284,10 @@ func terminalProbes() []probe {
 		{"ioctl-tiocsti", "EPERM", func() error { return ioctl(unix.TIOCSTI, uintptr(unsafe.Pointer(&input))) }},
 		{"ioctl-tiocsti-high", "EPERM", func() error { return ioctl(high|unix.TIOCSTI, uintptr(unsafe.Pointer(&input))) }},
 		{"ioctl-tioclinux", "EPERM", func() error { return ioctl(unix.TIOCLINUX, uintptr(unsafe.Pointer(&subcode))) }},
+		// Setting the discipline the pty already has (N_TTY): unfiltered it succeeds.
+		{"ioctl-tiocsetd", "EPERM", func() error { return ioctl(unix.TIOCSETD, uintptr(unsafe.Pointer(&lineDiscipline))) }},
+		{"ioctl-tiocsetd-high", "EPERM", func() error { return ioctl(high|unix.TIOCSETD, uintptr(unsafe.Pointer(&lineDiscipline))) }},
+		{"ioctl-tiocgetd", "ok", func() error { return ioctl(unix.TIOCGETD, uintptr(unsafe.Pointer(&lineDiscipline))) }},
 	}
 }
 

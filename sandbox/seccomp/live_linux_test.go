@@ -56,6 +56,7 @@ func TestProbesNeedTheFilter(t *testing.T) {
 		"io_uring_setup":    "kernel.io_uring_disabled=2 answers EPERM",
 		"bpf":               "some kernels check the capability first and answer EPERM",
 		"userfaultfd":       "before Linux 5.11 an unprivileged caller gets EPERM",
+		"fanotify_init":     "before Linux 5.13 a caller without CAP_SYS_ADMIN gets EPERM",
 	}
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

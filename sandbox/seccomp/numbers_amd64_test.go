@@ -21,6 +21,7 @@ func TestNumbersMatchXSys(t *testing.T) {
 		"clone3":            unix.SYS_CLONE3,
 		"creat":             unix.SYS_CREAT,
 		"delete_module":     unix.SYS_DELETE_MODULE,
+		"fanotify_init":     unix.SYS_FANOTIFY_INIT,
 		"fchmod":            unix.SYS_FCHMOD,
 		"fchmodat":          unix.SYS_FCHMODAT,
 		"fchmodat2":         unix.SYS_FCHMODAT2,
@@ -38,6 +39,7 @@ func TestNumbersMatchXSys(t *testing.T) {
 		"kexec_load":        unix.SYS_KEXEC_LOAD,
 		"keyctl":            unix.SYS_KEYCTL,
 		"lookup_dcookie":    unix.SYS_LOOKUP_DCOOKIE,
+		"memfd_secret":      unix.SYS_MEMFD_SECRET,
 		"migrate_pages":     unix.SYS_MIGRATE_PAGES,
 		"mkdir":             unix.SYS_MKDIR,
 		"mkdirat":           unix.SYS_MKDIRAT,
@@ -52,6 +54,7 @@ func TestNumbersMatchXSys(t *testing.T) {
 		"open":              unix.SYS_OPEN,
 		"open_by_handle_at": unix.SYS_OPEN_BY_HANDLE_AT,
 		"open_tree":         unix.SYS_OPEN_TREE,
+		"open_tree_attr":    unix.SYS_OPEN_TREE_ATTR,
 		"openat":            unix.SYS_OPENAT,
 		"openat2":           unix.SYS_OPENAT2,
 		"perf_event_open":   unix.SYS_PERF_EVENT_OPEN,
@@ -76,4 +79,9 @@ func TestNumbersMatchXSys(t *testing.T) {
 		"uselib":            unix.SYS_USELIB,
 		"userfaultfd":       unix.SYS_USERFAULTFD,
 	})
+}
+
+// archOnlyXSys are the family calls only x86-64 has.
+func archOnlyXSys() map[string]int {
+	return map[string]int{"uretprobe": unix.SYS_URETPROBE, "uprobe": unix.SYS_UPROBE}
 }

@@ -138,6 +138,10 @@ func callTable(arch Arch) []call {
 		c("ioctl", "EPERM", 0, 0x541c),      // TIOCLINUX
 		c("ioctl", "EPERM", 0, high|0x5412), // the kernel's cmd is 32-bit: junk above must not help
 		c("ioctl", "EPERM", 0, 0xffffffff00000000|0x541c),
+		c("ioctl", "EPERM", 0, 0x5423),      // TIOCSETD
+		c("ioctl", "EPERM", 0, high|0x5423), // the same with junk above
+		c("ioctl", "allow", 0, 0x5424),      // TIOCGETD only reads the discipline
+		c("ioctl", "allow", 0x5423, 0x5401), // TIOCSETD's value as the descriptor is no concern
 		c("personality", "allow", 0),
 		c("personality", "allow", 0xffffffff),
 		c("personality", "allow", 0x0040000),           // ADDR_NO_RANDOMIZE

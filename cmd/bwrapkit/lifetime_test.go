@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+)
+
+// treeScript forks what outlives a shell: a setsid, a double fork, a nohup, a daemon that
+// ignores the signals a terminal sends, and (where it was built) the pid 1 takeover.
+// Every long-lived process names the workdir in its command line and beats into it.
+const treeScript = `if [ "$2" = beat ]; then
+	trap '' HUP INT TERM
+	while :; do echo "$3" >> "$1/hb"; sleep 0.05; done
+fi
+setsid sh "$0" "$1" beat setsid &
+( sh "$0" "$1" beat double & ) &
+nohup sh "$0" "$1" beat nohup >/dev/null 2>&1 &
+sh "$0" "$1" beat daemon &
+if [ -x "$1/takeover" ]; then cd "$1" && "$1/takeover" 30 & fi
+wait
+`
+
+// TestLiveKilledRunLeavesNothing: SIGKILL of `bwrapkit run`, or of its process group, at
+// a random moment (before bwrap, between bwrap's clone and its uid map, during the gate,
+// while the command runs) must leave nothing of the run alive within a second: the
+// keeper, in its own session, kills the sandbox. The command forks trees and rewrites
+// bwrap's pid 1.
+func TestLiveKilledRunLeavesNothing(t *testing.T) {
+	bwraps := livetest.Bwraps(t)
+	takeover := buildTakeover(t)
+	const kills, concurrent = 300, 8
+	cgroupsBefore := runCgroupDirs()
+	var mu sync.Mutex
+	survived := 0
+	var wg sync.WaitGroup
+	for worker := range concurrent {
+		wg.Go(func() {
+			for trial := worker; trial < kills; trial += concurrent {
+				bwrap := bwraps[trial%len(bwraps)]
+				// A third within the first 30 ms, where bwrap clones and maps its child.
+				delay := time.Duration(rand.Int64N(int64(400 * time.Millisecond)))
+				if trial%3 == 0 {
+					delay = time.Duration(rand.Int64N(int64(30 * time.Millisecond)))
+				}
+				group := trial%2 == 1
+				if left := killRunAt(t, bwrap.Path, takeover, delay, group); left != "" {
+					mu.Lock()
+					survived++
+					mu.Unlock()
+					t.Errorf("%s, SIGKILL of bwrapkit%s after %v: %s", bwrap.Name, map[bool]string{true: "'s process group"}[group], delay, left)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d SIGKILLs at random moments, %d left something of the run alive", kills, survived)
+	// The keeper also removes the run's cgroups (as root here), whenever bwrapkit died.
+	if leaked := leakedCgroups(cgroupsBefore); len(leaked) > 0 {
+		t.Errorf("%d run cgroups left behind by the killed runs: %v", len(leaked), leaked)
+	}
+}
+
+// buildTakeover compiles testdata/attacks/pid1-takeover.c where it can run (amd64 with
+// gcc), else the trees go without it.
+func buildTakeover(t *testing.T) string {
+	gcc, err := exec.LookPath("gcc")
+	if runtime.GOARCH != "amd64" || err != nil {
+		t.Log("no pid 1 takeover in the trees (needs gcc on amd64)")
+		return ""
+	}
+	out := filepath.Join(livetest.TempDir(t), "takeover")
+	if msg, err := exec.Command(gcc, "-static", "-O1", "-o", out, filepath.Join(livetest.RepoRoot(), "testdata", "attacks", "pid1-takeover.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, msg)
+	}
+	os.Chmod(out, 0o755)
+	return out
+}
+
+// killRunAt runs the tree under bwrapkit, SIGKILLs bwrapkit (or its group) after delay,
+// and says what of the run is alive a second later ("" for nothing).
+func killRunAt(t *testing.T, bwrap, takeover string, delay time.Duration, group bool) string {
+	workdir := livetest.TempDir(t)
+	script := filepath.Join(workdir, "tree.sh")
+	if err := livetest.WriteProgram(script, []byte(treeScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if takeover != "" {
+		data, err := os.ReadFile(takeover)
+		if err != nil || livetest.WriteProgram(filepath.Join(workdir, "takeover"), data, 0o755) != nil {
+			t.Fatalf("copying the takeover: %v", err)
+		}
+	}
+	environ, _ := attackEnv(t, bwrap)
+	cmd := exec.Command(builtBinary, "run", "--workdir", workdir, "--", "sh", script, workdir)
+	cmd.Env = environ
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A survivor holds the stderr pipe: Wait must not wait for it (the check below says).
+	cmd.Stderr = new(bytes.Buffer)
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(delay)
+	if group {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	} else {
+		_ = cmd.Process.Kill()
+	}
+	_ = cmd.Wait()
+	t.Cleanup(func() { killNaming(workdir) })
+
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) && len(naming(workdir)) > 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := naming(workdir); len(left) > 0 {
+		return fmt.Sprintf("processes still name the workdir after 1s: %s; keepers alive: %v", describe(left), keepersOf(left))
+	}
+	// Nothing names the workdir; no heartbeat may still grow either (a process that did
+	// not keep the workdir in its command line, the takeover's own children).
+	heartbeat := filepath.Join(workdir, "hb")
+	before := fileSize(heartbeat)
+	time.Sleep(300 * time.Millisecond)
+	if after := fileSize(heartbeat); after > before {
+		return fmt.Sprintf("the heartbeat still grows (%d to %d bytes)", before, after)
+	}
+	if data, _ := os.ReadFile(filepath.Join(workdir, "heartbeat")); len(data) > 0 {
+		before := len(data)
+		time.Sleep(600 * time.Millisecond)
+		if data, _ := os.ReadFile(filepath.Join(workdir, "heartbeat")); len(data) > before {
+			return "the pid 1 takeover's heartbeat still grows"
+		}
+	}
+	return ""
+}
+
+func fileSize(path string) int64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return info.Size()
+}
+
+// dying: SIGKILL is pending for pid, or it is a zombie, so it runs no more instruction of its own (on a
+// loaded host it may take a while to be scheduled and exit).
+func dying(pid int) bool {
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return true // gone
+	}
+	for line := range strings.Lines(string(status)) {
+		// A zombie has exited and runs nothing: it waits only for its parent (the host's
+		// init, once bwrapkit is gone) to reap it, which a loaded host may do late.
+		if state, found := strings.CutPrefix(line, "State:"); found && (strings.HasPrefix(strings.TrimSpace(state), "Z") || strings.HasPrefix(strings.TrimSpace(state), "X")) {
+			return true
+		}
+		for _, key := range []string{"SigPnd:", "ShdPnd:"} {
+			if mask, found := strings.CutPrefix(line, key); found {
+				if pending, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); err == nil && pending&(1<<(syscall.SIGKILL-1)) != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// naming lists the live processes whose command line contains dir: bwrap, its children
+// before the command (they share its argv), and the tree's shells; not those already
+// killed.
+func naming(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + entry.Name() + "/cmdline")
+		if err == nil && bytes.Contains(cmdline, []byte(dir)) && !dying(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killNaming ends what a failed trial left, each through a pidfd taken before a second
+// look at its command line: only this test's processes are signalled.
+func killNaming(dir string) {
+	for range 10 {
+		pids := naming(dir)
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			fd, err := unix.PidfdOpen(pid, 0)
+			if err != nil {
+				continue
+			}
+			if cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && bytes.Contains(cmdline, []byte(dir)) {
+				_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			}
+			unix.Close(fd)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// describe says what each process is, for a failure's message.
+func describe(pids []int) string {
+	var out []string
+	for _, pid := range pids {
+		status, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		wchan, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/wchan")
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		var fields []string
+		for line := range strings.Lines(string(status)) {
+			for _, key := range []string{"Name:", "State:", "PPid:", "NSpid:", "SigCgt:", "SigPnd:", "ShdPnd:"} {
+				if strings.HasPrefix(line, key) {
+					fields = append(fields, strings.Join(strings.Fields(line), " "))
+				}
+			}
+		}
+		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
+		environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		fields = append(fields, fmt.Sprintf("environ %q %v", environ, err))
+		out = append(out, fmt.Sprintf("%d (%s; wchan %s; argv0 %s)", pid, strings.Join(fields, ", "), wchan, argv0))
+	}
+	return strings.Join(out, "; ")
+}
+
+// keepersOf lists the keeper processes of the runs whose processes are left (their token
+// is the keeper's argument), for a failure's message.
+func keepersOf(left []int) []int {
+	var keepers []int
+	for _, pid := range left {
+		environ, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		for entry := range strings.SplitSeq(string(environ), "\x00") {
+			if token, found := strings.CutPrefix(entry, "BWRAPKIT_RUN="); found {
+				keepers = append(keepers, naming(token)...)
+			}
+		}
+	}
+	return keepers
+}

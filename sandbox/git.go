@@ -1,0 +1,100 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/bwrapkit/bwrapkit/sandbox/gitmeta"
+	"github.com/bwrapkit/bwrapkit/sandbox/land"
+)
+
+// The policy's git rules are package gitmeta's; this file applies them to a Policy and
+// names each refusal by the field it concerns.
+
+// protectGit adds to the policy what a host git would follow from the workdir, with a
+// commit-mode run's writable parts of .git taken out, and shows a linked worktree's or
+// an enclosing repository's gitdir read-only.
+func (policy *Policy) protectGit(env []string) error {
+	gitProtected, err := gitmeta.Entries(policy.Workdir)
+	if err != nil {
+		return &PolicyError{"workdir", policy.Workdir, err.Error()}
+	}
+	policy.Protect = append(policy.Protect, gitProtected...)
+	if policy.Git == GitCommit {
+		if policy.Protect, err = gitmeta.CommitEntries(policy.Workdir, policy.Protect); err != nil {
+			return &PolicyError{"git", "commit", err.Error()}
+		}
+	}
+	if err := policy.bindWorktreeGitdir(); err != nil {
+		return err
+	}
+	if err := policy.bindEnclosingGitdir(); err != nil {
+		return err
+	}
+	if policy.Git == GitCommit {
+		policy.Env = append(policy.Env, gitmeta.IdentityEnv(env)...)
+	}
+	return nil
+}
+
+// bindWorktreeGitdir makes a linked worktree's main .git visible read-only.
+func (policy *Policy) bindWorktreeGitdir() error {
+	common, err := gitmeta.WorktreeCommonDir(policy.Workdir)
+	if err != nil || common == "" {
+		return err
+	}
+	if policy.Git == GitCommit {
+		return &PolicyError{"git", "commit", fmt.Sprintf("this workdir is a linked worktree of %s, which is outside it; commit from the main worktree (--workdir %s)", common, filepath.Dir(common))}
+	}
+	if err := RefuseReadOnly("workdir", policy.Workdir, common); err != nil {
+		return &PolicyError{"workdir", policy.Workdir, "its worktree's gitdir " + common + " cannot be shown read-only"}
+	}
+	if !policy.visible(common) {
+		policy.ReadOnly = append(policy.ReadOnly, common)
+	}
+	return nil
+}
+
+// bindEnclosingGitdir makes the enclosing repository's .git visible read-only.
+func (policy *Policy) bindEnclosingGitdir() error {
+	gitdir := gitmeta.EnclosingGitDir(policy.Workdir)
+	if gitdir == "" {
+		return nil
+	}
+	if policy.Git == GitCommit {
+		return &PolicyError{"git", "commit", fmt.Sprintf("this workdir is a subdirectory of the repository at %s, whose .git is outside it; commit from the repository's top (--workdir %s)", filepath.Dir(gitdir), filepath.Dir(gitdir))}
+	}
+	if !policy.visible(gitdir) {
+		policy.ReadOnly = append(policy.ReadOnly, gitdir)
+	}
+	// The workdir is a mount of its own inside, its parent bwrap's root: git's search
+	// for .git stops at that boundary unless told to cross it.
+	policy.Env = append(policy.Env, "GIT_DISCOVERY_ACROSS_FILESYSTEM=1")
+	return nil
+}
+
+// makeGitCommitDirs creates the missing parts of .git a commit-mode run keeps read-only.
+func makeGitCommitDirs(workdir string) error {
+	if err := gitmeta.MakeCommitDirs(workdir); err != nil {
+		return &PolicyError{"git", "commit", err.Error()}
+	}
+	return nil
+}
+
+// auditGit moves aside what a commit-mode run left that a host git would follow into a
+// config the command wrote (gitmeta.Audit). In readonly mode .git is not writable.
+func auditGit(policy Policy) ([]string, error) {
+	if policy.Git != GitCommit {
+		return nil, nil
+	}
+	return gitmeta.Audit(policy.Workdir, policy.Protect)
+}
+
+// verifyGit checks what a commit-mode run wrote under .git before it lands
+// (gitmeta.Verify); everything else under .git is refused by land's rules.
+func (t *transaction) verifyGit(upper string, entries []land.Entry) {
+	if t.policy.Git != GitCommit {
+		return
+	}
+	gitmeta.Verify(t.policy.Workdir, upper, entries)
+}

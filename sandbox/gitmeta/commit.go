@@ -1,0 +1,140 @@
+package gitmeta
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/bwrapkit/bwrapkit/internal/pathtree"
+)
+
+// --git commit lets the command write what a commit writes (objects, refs, the index,
+// logs, HEAD and their lock files, all directly under .git) while everything a host git
+// would run stays read-only: hooks/, config, info/ and modules/ (every submodule's
+// gitdir, hooks and config included), and each submodule's own .git entry. Missing
+// hooks/ and info/ are created empty on the host first (what `git init` makes anyway),
+// because a read-only bind needs something to bind: otherwise the command could create
+// them. .git itself is pinned as a mount point (sandbox's binds), so it cannot be renamed and
+// replaced by a .git of the command's making.
+//
+// What a writable .git still allows is audited after the run (Audit): a new
+// commondir or config.worktree (which redirect where a host git reads its config), or a
+// gitlink added to the index whose directory has a .git, would make the next host
+// `git status` read a config the command wrote. Each such entry is moved aside
+// (renamed to NAME.bwrapkit-quarantine) before bwrapkit returns.
+
+// gitCommitProtected are the names under a top .git directory kept read-only in commit
+// mode; dirs are made when missing.
+func gitCommitProtected() (files, dirs []string) {
+	return []string{"config"}, []string{"hooks", "info", "modules"}
+}
+
+// MakeCommitDirs creates the missing hooks/, info/ and modules/ of a commit-mode
+// workdir's .git (0755, as git does): a read-only bind needs something to bind, or the
+// command could create them.
+func MakeCommitDirs(workdir string) error {
+	top := filepath.Join(workdir, ".git")
+	if info, err := os.Lstat(top); err != nil || !info.IsDir() {
+		return nil
+	}
+	_, dirs := gitCommitProtected()
+	for _, name := range dirs {
+		path := filepath.Join(top, name)
+		if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("cannot create %s to keep it read-only: %v", path, err)
+		}
+		if entry, err := os.Lstat(path); err != nil || !entry.IsDir() {
+			return fmt.Errorf("%s is not a directory; the command could retarget it", path)
+		}
+	}
+	return nil
+}
+
+// gitRedirects are the files under .git a host git follows to read config elsewhere.
+func gitRedirects() []string { return []string{"commondir", "config.worktree"} }
+
+// CommitEntries replaces the top .git in protect with its read-only parts. Missing
+// hooks/, info/ and modules/ are listed all the same: MakeCommitDirs makes them once
+// every check has passed (a refused or previewed policy changes nothing on the host).
+func CommitEntries(workdir string, protect []string) ([]string, error) {
+	top := filepath.Join(workdir, ".git")
+	info, err := os.Lstat(top)
+	if err != nil || !info.IsDir() || !slices.Contains(protect, top) {
+		return protect, nil // no .git directory: a gitfile stays protected whole
+	}
+	kept := slices.DeleteFunc(slices.Clone(protect), func(path string) bool { return path == top })
+	files, dirs := gitCommitProtected()
+	for _, name := range append(files, dirs...) {
+		path := filepath.Join(top, name)
+		entry, err := os.Lstat(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist) && slices.Contains(dirs, name):
+			kept = append(kept, path) // made by MakeCommitDirs
+			continue
+		case errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("%s is missing; this is not a whole git directory", path)
+		case err != nil:
+			return nil, err
+		case entry.Mode()&os.ModeSymlink != 0:
+			return nil, fmt.Errorf("%s is a symlink; the command could retarget it", path)
+		}
+		kept = append(kept, path)
+	}
+	for _, name := range gitRedirects() {
+		if path := filepath.Join(top, name); exists(path) {
+			kept = append(kept, path) // an existing one stays as it is
+		}
+	}
+	return kept, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// Audit moves aside what a commit-mode run left in workdir that a host git would follow
+// into a config the command wrote, and lists what it moved (old and new names); protect
+// are the entries that were read-only during the run (an existing one stays). Only commit
+// mode needs it: in readonly mode .git is not writable.
+func Audit(workdir string, protect []string) ([]string, error) {
+	top := filepath.Join(workdir, ".git")
+	if info, err := os.Lstat(top); err != nil || !info.IsDir() {
+		return nil, nil
+	}
+	var planted []string
+	for _, name := range gitRedirects() {
+		path := filepath.Join(top, name)
+		if exists(path) && !slices.Contains(protect, path) {
+			planted = append(planted, path)
+		}
+	}
+	gitlinks, err := indexGitlinks(filepath.Join(top, "index"))
+	if err != nil {
+		// An index bwrapkit cannot read may hide a gitlink: say so, move nothing.
+		return nil, fmt.Errorf("after the run, .git/index cannot be read to check for added submodules: %w", err)
+	}
+	for _, rel := range gitlinks {
+		sub := filepath.Join(workdir, filepath.FromSlash(rel), ".git")
+		if pathtree.Within(workdir, sub) && exists(sub) && !slices.Contains(protect, sub) {
+			planted = append(planted, sub)
+		}
+	}
+	var moved []string
+	for _, path := range planted {
+		aside := path + ".bwrapkit-quarantine"
+		// The parent is resolved first: a command may have swapped a directory on the
+		// way for a symlink, and the rename must not act elsewhere.
+		if real, err := filepath.EvalSymlinks(filepath.Dir(path)); err != nil || real != filepath.Dir(path) {
+			return moved, fmt.Errorf("%s is reached through a symlink now; not touched, but a host git would follow it: remove it by hand", path)
+		}
+		os.RemoveAll(aside)
+		if err := os.Rename(path, aside); err != nil {
+			return moved, fmt.Errorf("cannot move %s aside: %w; remove it before running git here", path, err)
+		}
+		moved = append(moved, path+" -> "+aside)
+	}
+	return moved, nil
+}

@@ -1,0 +1,239 @@
+package gitmeta
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bwrapkit/bwrapkit/internal/pathtree"
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
+)
+
+// A host `git status` in the workdir enters the top .git and every submodule's gitdir,
+// and runs what their config names (core.fsmonitor, hooks). So every entry a host git
+// would follow from the workdir is protected: the top .git and, for each gitlink the
+// index records, the submodule's own .git (a gitfile or an old-style embedded directory).
+// Their targets under .git/modules are inside the protected .git already.
+
+// maxIndexSize bounds the index read: a larger one is not parsed (its submodules are
+// then not found, and the run is refused rather than left unprotected).
+const maxIndexSize = 256 << 20
+
+// Entries lists the paths under workdir to protect for git, each as the lexical path
+// (no symlink resolved). A .git that is a symlink is refused: the link itself lives in
+// the writable workdir and could be retargeted during the run.
+func Entries(workdir string) ([]string, error) {
+	top := filepath.Join(workdir, ".git")
+	info, err := os.Lstat(top)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("cannot inspect its .git: %v", err)
+	case info.Mode()&os.ModeSymlink != 0:
+		return nil, errors.New(".git is a symlink; a command could retarget it and a later host git would follow; replace the link with the directory it points to")
+	}
+	entries := []string{top}
+	gitdir := top
+	if !info.IsDir() {
+		// A gitfile (git init --separate-git-dir, a worktree, a submodule): the gitdir it
+		// names is what a host git enters. Inside the workdir it is protected too; its
+		// index names the submodules either way.
+		target, err := gitfileTarget(top)
+		if err != nil {
+			return nil, err
+		}
+		if target == "" {
+			return entries, nil
+		}
+		if pathtree.Within(workdir, target) {
+			real, err := filepath.EvalSymlinks(target)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+				return nil, fmt.Errorf(".git names %s, which does not exist: a command could create it, and a later host git would use it; fix or remove the gitfile", target)
+			case err != nil || real != target:
+				return nil, fmt.Errorf(".git names %s, which is reached through a symlink; bwrapkit cannot keep it from being redirected", target)
+			}
+			entries = append(entries, target)
+		}
+		gitdir = target
+	}
+	gitlinks, err := indexGitlinks(filepath.Join(gitdir, "index"))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s to find submodules: %v", filepath.Join(gitdir, "index"), err)
+	}
+	for _, rel := range gitlinks {
+		dir := filepath.Join(workdir, filepath.FromSlash(rel))
+		if !pathtree.Within(workdir, dir) || dir == workdir {
+			continue
+		}
+		entry, err := submoduleEntry(workdir, rel, dir)
+		if err != nil {
+			return nil, err
+		}
+		if entry != "" {
+			entries = append(entries, entry)
+		}
+	}
+	return entries, nil
+}
+
+// submoduleEntry is what to protect for the submodule at dir: its .git (a gitfile or
+// an old-style directory) when checked out, else the empty directory itself, so the
+// command cannot make one (`git init` there, a planted gitfile) that a host `git status`
+// at the top would then enter. A missing directory is left alone: the command could
+// create it, but git then sees a populated submodule only after a checkout the user
+// runs (and clone makes the empty directory, so a missing one was removed on purpose).
+func submoduleEntry(workdir, rel, dir string) (string, error) {
+	sub := filepath.Join(dir, ".git")
+	subInfo, err := os.Lstat(sub)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		dirInfo, err := os.Lstat(dir)
+		if err != nil || !dirInfo.IsDir() {
+			return "", nil
+		}
+		sub = dir
+	case err != nil:
+		return "", fmt.Errorf("cannot inspect submodule %s: %v", rel, err)
+	case subInfo.Mode()&os.ModeSymlink != 0:
+		return "", fmt.Errorf("submodule %s has a .git symlink; replace it with a gitfile or directory", rel)
+	}
+	if real, err := filepath.EvalSymlinks(sub); err != nil || real != sub {
+		return "", fmt.Errorf("submodule %s is reached through a symlink; bwrapkit cannot keep its gitdir from being redirected", rel)
+	}
+	return sub, nil
+}
+
+// gitfileTarget reads a gitfile ("gitdir: PATH", relative to the file's directory) and
+// returns the clean absolute gitdir it names, or "" when the file names none.
+func gitfileTarget(gitfile string) (string, error) {
+	data, err := safefile.ReadFile(gitfile, maxGitFile)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the gitfile %s: %v", gitfile, err)
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+	target = strings.TrimSpace(target)
+	if !ok || target == "" {
+		return "", nil
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(gitfile), target)
+	}
+	return filepath.Clean(target), nil
+}
+
+// indexGitlinks returns the paths of the gitlink (mode 160000) entries of a git index,
+// versions 2 to 4. A missing index has none.
+func indexGitlinks(path string) ([]string, error) {
+	data, err := safefile.ReadFile(path, maxIndexSize)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseIndexGitlinks(data)
+}
+
+// parseIndexGitlinks is the pure half of indexGitlinks.
+func parseIndexGitlinks(data []byte) ([]string, error) {
+	var gitlinks []string
+	err := walkIndex(data, func(name string, mode uint32) bool {
+		if mode&0o170000 == 0o160000 && !strings.Contains(name, "\x00") {
+			gitlinks = append(gitlinks, name)
+		}
+		return true
+	})
+	return gitlinks, err
+}
+
+// walkIndex calls visit with each entry's path and mode of a git index, versions 2 to 4,
+// until visit returns false (see git's Documentation/gitformat-index.txt).
+func walkIndex(data []byte, visit func(name string, mode uint32) bool) error {
+	_, err := walkIndexEnd(data, visit)
+	return err
+}
+
+// indexExtensions are the signatures of a whole index's extensions ("TREE", "link" for
+// a split index, ...), in order.
+func indexExtensions(data []byte) ([]string, error) {
+	offset, err := walkIndexEnd(data, func(string, uint32) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	var signatures []string
+	for trailer := len(data) - 20; offset+8 <= trailer; {
+		size := int(binary.BigEndian.Uint32(data[offset+4 : offset+8]))
+		signatures = append(signatures, string(data[offset:offset+4]))
+		if size < 0 || offset+8+size > trailer {
+			return signatures, errors.New("index extension truncated")
+		}
+		offset += 8 + size
+	}
+	return signatures, nil
+}
+
+// walkIndexEnd is walkIndex, also returning where the entries end.
+func walkIndexEnd(data []byte, visit func(name string, mode uint32) bool) (int, error) {
+	if len(data) < 12 || !bytes.Equal(data[:4], []byte("DIRC")) {
+		return 0, errors.New("not a git index")
+	}
+	version := binary.BigEndian.Uint32(data[4:8])
+	if version < 2 || version > 4 {
+		return 0, fmt.Errorf("unsupported index version %d", version)
+	}
+	count := binary.BigEndian.Uint32(data[8:12])
+	offset := 12
+	var previous string
+	for i := uint32(0); i < count; i++ {
+		// ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each), oid (20), flags (2)
+		const fixed = 62
+		if offset+fixed > len(data) {
+			return 0, errors.New("index truncated")
+		}
+		entry := data[offset:]
+		mode := binary.BigEndian.Uint32(entry[24:28])
+		flags := binary.BigEndian.Uint16(entry[60:62])
+		header := fixed
+		if version >= 3 && flags&0x4000 != 0 {
+			header += 2 // extended flags
+		}
+		if offset+header > len(data) {
+			return 0, errors.New("index truncated")
+		}
+		rest := data[offset+header:]
+		var name string
+		var consumed int
+		if version == 4 {
+			strip, n := binary.Uvarint(rest)
+			if n <= 0 || strip > uint64(len(previous)) {
+				return 0, errors.New("index path prefix corrupt")
+			}
+			end := bytes.IndexByte(rest[n:], 0)
+			if end < 0 {
+				return 0, errors.New("index path unterminated")
+			}
+			name = previous[:len(previous)-int(strip)] + string(rest[n:n+end])
+			consumed = header + n + end + 1
+		} else {
+			end := bytes.IndexByte(rest, 0)
+			if end < 0 {
+				return 0, errors.New("index path unterminated")
+			}
+			name = string(rest[:end])
+			// Entries are padded with 1 to 8 NULs to a multiple of eight bytes.
+			consumed = (header + end + 8) &^ 7
+		}
+		offset += consumed
+		previous = name
+		if !visit(name, mode) {
+			return offset, nil
+		}
+	}
+	return offset, nil
+}

@@ -1,0 +1,100 @@
+package gitmeta
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/pathtree"
+)
+
+// WorkTreeGuarded are the paths inside the workdir that the caller's own git reads or
+// runs by itself because its configuration names them there: the hooks directory
+// (core.hooksPath: husky's .husky/_, lefthook's) and every config file an include.path or
+// includeIf.*.path names (a project's ../.gitconfig: a core.fsmonitor written there runs
+// at the next git status, as one in .git/config would). .git/hooks and .git/config are
+// covered by the .git rules. The workdir may be a subdirectory of the repository: a
+// relative hooks path is the repository top's (a monorepo's frontend/.husky/_), and a
+// relative include is its config file's. Config is read as the caller's own git reads it
+// (system, global in home, and the repository's), fsmonitor off, and without
+// runHostGit's own core.hooksPath override, which would only read that back. An
+// includeIf is guarded whatever its condition: guarding more only refuses more.
+func WorkTreeGuarded(workdir, home string) []string {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	run := func(dir string, args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, git, append([]string{"-C", dir, "-c", "core.fsmonitor=false", "-c", "safe.directory=*"}, args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C", "HOME=" + orNonexistent(home)}
+		return cmd.Output()
+	}
+	top := workTreeTop(workdir)
+	if top == "" {
+		return nil // no work tree: git runs no hooks and reads no repository config here
+	}
+	// -z: origin NUL key NL value NUL, for every key in order; origins relative to the top.
+	out, _ := run(top, "config", "--show-origin", "-z", "--get-regexp", `^(core\.hookspath|include\.path|includeif\..*\.path)$`)
+	var guarded []string
+	fields := strings.Split(string(out), "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		origin, pair := fields[i], fields[i+1]
+		key, value, _ := strings.Cut(pair, "\n")
+		if value == "" {
+			continue
+		}
+		if strings.HasPrefix(value, "~/") && home != "" {
+			value = filepath.Join(home, value[2:])
+		}
+		if !filepath.IsAbs(value) {
+			base := top // a relative hooks path is the work tree top's
+			if key != "core.hookspath" {
+				file, ok := strings.CutPrefix(origin, "file:")
+				if !ok {
+					continue // from the command line or a blob: nothing of the work tree's
+				}
+				if !filepath.IsAbs(file) {
+					file = filepath.Join(top, file)
+				}
+				base = filepath.Dir(file)
+			}
+			value = filepath.Join(base, value)
+		}
+		value = filepath.Clean(value)
+		if pathtree.Within(workdir, value) && value != workdir {
+			guarded = append(guarded, value)
+		}
+	}
+	return guarded
+}
+
+// workTreeTop is the nearest directory at or above workdir holding a .git, as git's
+// discovery finds it (looked up here: a git run would cost as much as the config read).
+func workTreeTop(workdir string) string {
+	for dir := workdir; ; dir = filepath.Dir(dir) {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return dir
+		}
+		if dir == filepath.Dir(dir) {
+			return ""
+		}
+	}
+}
+
+func orNonexistent(home string) string {
+	if home == "" {
+		return "/nonexistent"
+	}
+	return home
+}
+
+// hostEnv is the environment the host's git runs in for bwrapkit: nothing of the
+// caller's, no global or system config.
+func hostEnv() []string {
+	return []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C"}
+}

@@ -1,0 +1,221 @@
+package gitmeta
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
+	"github.com/bwrapkit/bwrapkit/sandbox/land"
+)
+
+// Verify checks, for a --git commit run, the content of what the command wrote under
+// workdir's .git (upper is the run's upper layer) (land.Entry.GitOK): a loose object must inflate to content that
+// hashes to its own name; a pack must pass the host's `git verify-pack`; the index must
+// be one the host's git reads (clean environment, hooks and fsmonitor off), not split or
+// shared, with the gitlinks of HEAD exactly (a new gitlink is where a planted repository
+// would make the host's `git status` run its fsmonitor); HEAD must be a symbolic ref to
+// refs/heads/*. Everything else under .git is refused by land's rules without a look.
+func Verify(workdir, upper string, entries []land.Entry) {
+	gitDir := filepath.Join(workdir, ".git")
+	for i := range entries {
+		entry := &entries[i]
+		if entry.Kind != land.KindFile || !strings.HasPrefix(entry.Path, ".git/") {
+			continue
+		}
+		rest := strings.Split(strings.TrimPrefix(entry.Path, ".git/"), "/")
+		file := filepath.Join(upper, filepath.FromSlash(entry.Path))
+		switch {
+		case len(rest) == 3 && rest[0] == "objects" && len(rest[1]) == 2 && rest[1] != "pa":
+			entry.GitOK = looseObjectOK(file, rest[1]+rest[2])
+		case len(rest) == 3 && rest[0] == "objects" && rest[1] == "pack":
+			entry.GitOK = packOK(file)
+		case len(rest) == 1 && rest[0] == "HEAD":
+			entry.GitOK = headOK(file)
+		case len(rest) == 1 && rest[0] == "index":
+			entry.GitOK = indexOK(gitDir, file)
+		}
+	}
+}
+
+func looseObjectOK(path, name string) bool {
+	var sum hash.Hash
+	switch len(name) {
+	case 40:
+		sum = sha1.New()
+	case 64:
+		sum = sha256.New()
+	default:
+		return false
+	}
+	if _, err := hex.DecodeString(name); err != nil {
+		return false
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer file.Close()
+	inflated, err := zlib.NewReader(io.LimitReader(file, 1<<31))
+	if err != nil {
+		return false
+	}
+	if _, err := io.Copy(sum, io.LimitReader(inflated, 1<<32)); err != nil {
+		return false
+	}
+	return hex.EncodeToString(sum.Sum(nil)) == name
+}
+
+// packOK: a pack and its index are checked together by the host's git; either name may
+// be the one asked about. A .rev or .keep beside them is refused (not needed to commit).
+func packOK(path string) bool {
+	base, ok := strings.CutSuffix(path, ".pack")
+	if !ok {
+		if base, ok = strings.CutSuffix(path, ".idx"); !ok {
+			return false
+		}
+	}
+	if _, err := os.Lstat(base + ".pack"); err != nil {
+		return false
+	}
+	if _, err := os.Lstat(base + ".idx"); err != nil {
+		return false
+	}
+	_, ok = runHostGit("", nil, "verify-pack", base+".idx")
+	return ok
+}
+
+func headOK(path string) bool {
+	data, err := safefile.ReadFile(path, 4096)
+	if err != nil {
+		return false
+	}
+	ref, ok := strings.CutPrefix(string(data), "ref: refs/heads/")
+	ref = strings.TrimSuffix(ref, "\n")
+	return ok && ref != "" && !strings.ContainsAny(ref, "\x00\n\r \\~^:?*[") && !strings.Contains(ref, "..") && !strings.HasSuffix(ref, ".lock")
+}
+
+// indexOK reads the command's index with the host's git against the host's repository.
+func indexOK(gitDir, index string) bool {
+	data, err := safefile.ReadFile(index, maxIndexSize)
+	if err != nil {
+		return false
+	}
+	extensions, err := indexExtensions(data)
+	if err != nil || slices.Contains(extensions, "link") {
+		return false // unreadable to bwrapkit, or split: its entries live in a shared index elsewhere
+	}
+	staged, ok := runHostGit(gitDir, []string{"GIT_INDEX_FILE=" + index}, "ls-files", "--stage", "-z")
+	if !ok {
+		return false
+	}
+	tree, ok := runHostGit(gitDir, nil, "ls-tree", "-r", "-z", "HEAD")
+	if !ok {
+		tree = "" // no HEAD yet: no gitlinks either
+	}
+	if !slices.Equal(gitlinksOf(staged, true), gitlinksOf(tree, false)) {
+		return false
+	}
+	// An index that newly marks a path assume-unchanged or skip-worktree hides the
+	// command's change to that file from the host's `git status` and `git diff`.
+	marked, ok := runHostGit(gitDir, []string{"GIT_INDEX_FILE=" + index}, "ls-files", "-v", "-z")
+	if !ok {
+		return false
+	}
+	before, _ := runHostGit(gitDir, nil, "ls-files", "-v", "-z") // the host's own index, if any
+	return len(newlyHidden(hiddenPaths(before), hiddenPaths(marked))) == 0
+}
+
+// hiddenPaths are the paths `ls-files -v -z` tags assume-unchanged (a lower-case tag) or
+// skip-worktree (S).
+func hiddenPaths(out string) map[string]bool {
+	hidden := map[string]bool{}
+	for _, record := range strings.Split(out, "\x00") {
+		if len(record) < 3 || record[1] != ' ' {
+			continue
+		}
+		if tag := record[0]; tag == 'S' || ('a' <= tag && tag <= 'z') {
+			hidden[record[2:]] = true
+		}
+	}
+	return hidden
+}
+
+// newlyHidden are the paths hidden after that were not hidden before, sorted.
+func newlyHidden(before, after map[string]bool) []string {
+	var added []string
+	for path := range after {
+		if !before[path] {
+			added = append(added, path)
+		}
+	}
+	slices.Sort(added)
+	return added
+}
+
+// gitlinksOf lists "path oid" of the 160000 entries of `ls-files --stage -z` (staged)
+// or `ls-tree -r -z` output.
+func gitlinksOf(out string, staged bool) []string {
+	var links []string
+	for _, record := range strings.Split(out, "\x00") {
+		meta, path, found := strings.Cut(record, "\t")
+		fields := strings.Fields(meta)
+		if !found || len(fields) < 3 || fields[0] != "160000" {
+			continue
+		}
+		oid := fields[2]
+		if staged {
+			oid = fields[1]
+		}
+		links = append(links, path+" "+oid)
+	}
+	slices.Sort(links)
+	return links
+}
+
+// runHostGit runs the host's git with a clean environment (plus extra), hooks and
+// fsmonitor off, on gitDir when given; its output and whether it succeeded.
+func runHostGit(gitDir string, extra []string, args ...string) (string, bool) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	full := []string{"-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*"}
+	if gitDir != "" {
+		full = append(full, "--git-dir="+gitDir)
+	}
+	cmd := exec.CommandContext(ctx, git, append(full, args...)...)
+	cmd.Env = append(hostEnv(), extra...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err = cmd.Run()
+	return out.String(), err == nil
+}
+
+// CommittedFile is the content of rel (slash-separated) as committed in rev (HEAD, or a
+// commit id) of the repository at gitDir, read by the host's git with a clean environment
+// and replace refs off (a planted refs/replace cannot swap the blob), and whether there is
+// such a committed file.
+func CommittedFile(gitDir, rev, rel string) (string, bool) {
+	return runHostGit(gitDir, []string{"GIT_NO_REPLACE_OBJECTS=1"}, "show", rev+":"+rel)
+}
+
+// HeadCommit is the commit HEAD is at in the repository at gitDir, as the host's git
+// says with a clean environment; false for an unborn HEAD or no repository.
+func HeadCommit(gitDir string) (string, bool) {
+	out, ok := runHostGit(gitDir, nil, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	return strings.TrimSpace(out), ok
+}

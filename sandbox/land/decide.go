@@ -1,0 +1,256 @@
+package land
+
+import (
+	"path"
+	"strings"
+)
+
+// Rules are what decides a change, besides the change itself.
+type Rules struct {
+	// GitCommit: --git commit, so the project's .git may take what a commit writes.
+	GitCommit bool
+	// Guarded are project paths (relative, slash-separated) no change may touch or
+	// replace: the policy file in use, bwrapkit's own binary, the hooks directory git is
+	// configured to use inside the work tree, each --protect path.
+	Guarded []string
+	// CallerGid is the caller's own group: group-writable is fine for it alone.
+	CallerGid uint32
+	// StartedNS is when the run began (ns since the epoch): a project entry changed
+	// later is a conflict.
+	StartedNS int64
+	// LowerHas says whether the project already holds dir/name (relative,
+	// slash-separated): what a directory holds after landing decides whether it has the
+	// shape of a git directory (see gitshape.go). Nil: nothing.
+	LowerHas func(dir, name string) bool
+}
+
+// Action is what happens to one entry.
+type Action int
+
+const (
+	Apply  Action = iota + 1 // land it
+	Skip                     // nothing to land (unchanged)
+	Refuse                   // keep it out, in the quarantine
+)
+
+// Decision is the verdict on one entry. Whole: a new directory every entry under which
+// is applied too, so it may land in one rename.
+type Decision struct {
+	Entry  Entry
+	Action Action
+	Rule   Rule
+	Whole  bool
+}
+
+// Decide rules on every entry of a walk (parents before children, as Walk gives them).
+// An entry under a refused new directory is refused with it (RuleInsideRefused, not
+// reported apart): it has nowhere to land.
+func Decide(entries []Entry, rules Rules) []Decision {
+	decisions := make([]Decision, 0, len(entries))
+	var refusedDirs []string
+	for _, entry := range entries {
+		if dir, inside := underAny(entry.Path, refusedDirs); inside && dir != entry.Path {
+			decisions = append(decisions, Decision{Entry: entry, Action: Refuse, Rule: RuleInsideRefused})
+			continue
+		}
+		decision := decideOne(entry, rules)
+		if decision.Action == Refuse && entry.Kind == KindDir && entry.Lower.Kind != KindDir && entry.Path != "" {
+			refusedDirs = append(refusedDirs, entry.Path)
+		}
+		decisions = append(decisions, decision)
+	}
+	refuseGitShapes(decisions, rules.LowerHas)
+	markWhole(decisions)
+	return decisions
+}
+
+func decideOne(entry Entry, rules Rules) Decision {
+	refuse := func(rule Rule) Decision { return Decision{Entry: entry, Action: Refuse, Rule: rule} }
+	names := strings.Split(entry.Path, "/")
+	for i, name := range names {
+		if name == ".git" && (i > 0 || entry.Lower.Kind == KindAbsent && len(names) == 1 && !entry.Deleted && entry.Kind != KindWhiteout) {
+			return refuse(RuleNestedGit)
+		}
+	}
+	if names[0] == ".git" {
+		switch {
+		case !rules.GitCommit:
+			return refuse(RuleGitReadOnly)
+		case len(names) == 1:
+			// .git itself: only its own copy-up (a child changed), never a new mode or kind.
+			if entry.Kind != KindDir || entry.Lower.Kind != KindDir || entry.Opaque || entry.Mode != entry.Lower.Mode {
+				return refuse(RuleGitCommit)
+			}
+		case !commitWrites(names[1:], entry):
+			return refuse(RuleGitCommit)
+		}
+	}
+	for _, guarded := range rules.Guarded {
+		if within(guarded, entry.Path) {
+			return refuse(RuleProtected)
+		}
+		// Deleting or replacing a parent of a guarded path replaces the guarded path too.
+		replaces := entry.Kind != KindDir || entry.Opaque || entry.Lower.Kind != KindDir || entry.Deleted
+		if replaces && within(entry.Path, guarded) {
+			return refuse(RuleProtected)
+		}
+	}
+	switch entry.Kind {
+	case KindSpecial:
+		return refuse(RuleSpecial)
+	case KindSymlink:
+		if path.IsAbs(entry.Target) {
+			return refuse(RuleSymlinkAbs)
+		}
+		if escapes(entry.Path, entry.Target) {
+			return refuse(RuleSymlinkEscape)
+		}
+		if throughGit(entry.Path, entry.Target) {
+			return refuse(RuleSymlinkGit)
+		}
+	case KindFile:
+		if entry.Metacopy {
+			return refuse(RuleMetacopy)
+		}
+	}
+	if entry.Kind == KindFile || entry.Kind == KindDir {
+		switch {
+		case entry.Mode&0o6000 != 0:
+			return refuse(RuleSetID)
+		case entry.Mode&0o002 != 0:
+			return refuse(RuleWorldWritable)
+		case entry.Mode&0o020 != 0 && entry.Gid != rules.CallerGid:
+			return refuse(RuleGroupWritable)
+		}
+	}
+	// The host's copy wins over one it changed while the command ran. A directory's
+	// ctime moves with every entry made in it, so only what replaces it is judged.
+	conflictable := entry.Kind != KindDir || entry.Lower.Kind != KindDir || entry.Deleted
+	if conflictable && entry.Lower.Kind != KindAbsent && entry.Lower.ChangedNS >= rules.StartedNS {
+		return refuse(RuleConflict)
+	}
+	if entry.Same || (entry.Kind == KindDir && entry.Lower.Kind == KindDir && !entry.Opaque && entry.Mode == entry.Lower.Mode) {
+		return Decision{Entry: entry, Action: Skip}
+	}
+	if (entry.Kind == KindWhiteout || entry.Deleted) && entry.Lower.Kind == KindAbsent {
+		return Decision{Entry: entry, Action: Skip} // deleted what the host no longer has
+	}
+	return Decision{Entry: entry, Action: Apply}
+}
+
+// commitWrites is the write set of a commit under .git (rest: the path below .git):
+// loose objects and packs that verified (GitOK), refs/heads/*, logs/, the index (when
+// it verified), HEAD as a symbolic ref to refs/heads/* (verified), COMMIT_EDITMSG,
+// ORIG_HEAD, and the directories that hold them. Lock files never outlive a clean
+// commit, so one left behind is refused with the rest.
+func commitWrites(rest []string, entry Entry) bool {
+	if entry.Kind == KindWhiteout || entry.Deleted {
+		// A commit deletes nothing but its own lock files and packed garbage; refs may go.
+		return rest[0] == "refs" && len(rest) > 2 && rest[1] == "heads" || rest[0] == "logs"
+	}
+	if entry.Kind == KindDir {
+		if entry.Opaque || entry.Lower.Kind != KindAbsent && entry.Mode != entry.Lower.Mode {
+			return false
+		}
+		switch rest[0] {
+		case "objects":
+			return len(rest) == 1 || len(rest) == 2 && (isHex(rest[1], 2) || rest[1] == "pack")
+		case "refs":
+			return len(rest) == 1 || rest[1] == "heads"
+		case "logs":
+			return true
+		}
+		return false
+	}
+	if entry.Kind != KindFile {
+		return false
+	}
+	switch {
+	case len(rest) == 1:
+		switch rest[0] {
+		case "COMMIT_EDITMSG", "ORIG_HEAD":
+			return true
+		case "index", "HEAD":
+			return entry.GitOK // the host's git read it, as gitmeta.Verify requires
+		}
+	case rest[0] == "objects":
+		return entry.GitOK // its content matched its name, or git verified the pack
+	case rest[0] == "refs":
+		return len(rest) > 2 && rest[1] == "heads" && !strings.HasSuffix(entry.Path, ".lock")
+	case rest[0] == "logs":
+		return !strings.HasSuffix(entry.Path, ".lock")
+	}
+	return false
+}
+
+// markWhole finds new directories that can land in one rename: every entry under them
+// applied, none a hard link (which must land as a copy of its own).
+func markWhole(decisions []Decision) {
+	for i := range decisions {
+		entry := decisions[i].Entry
+		if decisions[i].Action != Apply || entry.Kind != KindDir || entry.Lower.Kind != KindAbsent || entry.Path == "" {
+			continue
+		}
+		whole := true
+		for _, later := range decisions[i+1:] {
+			if !within(entry.Path, later.Entry.Path) {
+				break
+			}
+			if later.Action != Apply || later.Entry.Nlink > 1 && later.Entry.Kind == KindFile {
+				whole = false
+				break
+			}
+		}
+		decisions[i].Whole = whole
+	}
+}
+
+// escapes reports whether a relative symlink at linkPath leaves the project. A ".."
+// after a name is refused too: the name may itself be a link elsewhere, and the kernel
+// resolves it before the "..".
+func escapes(linkPath, target string) bool {
+	depth := strings.Count(linkPath, "/") // the link's own directory's depth
+	seenName := false
+	for _, part := range strings.Split(target, "/") {
+		switch part {
+		case "", ".":
+		case "..":
+			if seenName {
+				return true
+			}
+			depth--
+			if depth < 0 {
+				return true
+			}
+		default:
+			seenName = true
+		}
+	}
+	return false
+}
+
+// within reports whether p is dir or lies under it ("" is the project root).
+func within(dir, p string) bool {
+	return dir == "" || p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+func underAny(p string, dirs []string) (string, bool) {
+	for _, dir := range dirs {
+		if within(dir, p) {
+			return dir, true
+		}
+	}
+	return "", false
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,136 @@
+package land
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Outcome is what a landing did.
+type Outcome struct {
+	Changes Changes
+	// Refused are the reported refusals (an entry inside a refused new directory is
+	// covered by that directory's line).
+	Refused []Decision
+	// Quarantine is where the refused entries (or a whole layer that could not be
+	// vetted) were kept; "" when nothing was.
+	Quarantine string
+}
+
+// Options are a landing's inputs besides the layer and the project.
+type Options struct {
+	Rules  Rules
+	Bounds Bounds
+	// Verify fills in Entry.GitOK for the entries under a commit-mode .git (it runs the
+	// host's git); nil leaves them unverified, so they are refused.
+	Verify func(upper string, entries []Entry)
+	// Chown: give replaced files their old owner back (the caller is root).
+	Chown bool
+}
+
+// Land vets layer against the project (open at projectFD) and lands what is accepted.
+// Nothing lands unless the whole layer could be walked and, where files must be copied,
+// the project's file system has room for all of them: a bad layer lands nothing.
+func Land(layer *Layer, projectFD int, opts Options) (Outcome, error) {
+	upper, err := unix.Open(layer.Upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("opening the run's layer: %w", err)
+	}
+	defer unix.Close(upper)
+	bounds := opts.Bounds
+	if bounds.Entries == 0 {
+		bounds = DefaultBounds()
+	}
+	entries, err := Walk(upper, projectFD, bounds)
+	if err != nil {
+		return keepWhole(layer, err)
+	}
+	if opts.Verify != nil {
+		opts.Verify(layer.Upper, entries)
+	}
+	decisions := Decide(entries, opts.Rules)
+	rename := sameFileSystem(upper, projectFD)
+	if !rename {
+		if err := roomFor(projectFD, decisions); err != nil {
+			return keepWhole(layer, err)
+		}
+	}
+	if err := layer.BeginLanding(); err != nil {
+		return keepWhole(layer, err)
+	}
+	journal := layer.Journal()
+	applier := &Applier{Upper: upper, Project: projectFD, Rename: rename, Chown: opts.Chown, Journal: journal}
+	changes, applyErr := applier.Apply(decisions)
+	journal.Close()
+	outcome := Outcome{Changes: changes}
+	for _, decision := range decisions {
+		if decision.Action == Refuse && decision.Rule != RuleInsideRefused {
+			outcome.Refused = append(outcome.Refused, decision)
+		}
+	}
+	if applyErr != nil {
+		outcome.Quarantine, _ = layer.Quarantine(outcome.Refused, "landing stopped: "+applyErr.Error())
+		return outcome, applyErr
+	}
+	if len(outcome.Refused) == 0 {
+		return outcome, layer.Discard()
+	}
+	outcome.Quarantine, err = layer.Quarantine(outcome.Refused, "")
+	return outcome, err
+}
+
+// LayerError is a layer that could not be vetted; nothing of it landed and it was kept.
+type LayerError struct {
+	Quarantine string
+	Err        error
+}
+
+func (e *LayerError) Error() string {
+	return fmt.Sprintf("%v (the project is as it was; the command's changes are kept in %s)", e.Err, e.Quarantine)
+}
+
+func (e *LayerError) Unwrap() error { return e.Err }
+
+func keepWhole(layer *Layer, cause error) (Outcome, error) {
+	kept, err := layer.Quarantine(nil, "not landed: "+cause.Error())
+	if err != nil {
+		kept = layer.Dir
+	}
+	return Outcome{Quarantine: kept}, &LayerError{Quarantine: kept, Err: cause}
+}
+
+func sameFileSystem(a, b int) bool {
+	var sa, sb unix.Stat_t
+	return unix.Fstat(a, &sa) == nil && unix.Fstat(b, &sb) == nil && sa.Dev == sb.Dev
+}
+
+// roomFor refuses a copying landing the project's file system cannot hold whole.
+func roomFor(projectFD int, decisions []Decision) error {
+	var need int64
+	for _, decision := range decisions {
+		if decision.Action == Apply && decision.Entry.Kind == KindFile {
+			need += decision.Entry.Size + 4096
+		}
+	}
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(projectFD, &fs); err != nil {
+		return err
+	}
+	free := int64(fs.Bavail) * fs.Bsize
+	if need > free {
+		return fmt.Errorf("the command's changes need %d bytes and the project's file system has %d free", need, free)
+	}
+	return nil
+}
+
+// Quarantined is how a stderr line names a kept layer.
+func Quarantined(path string) string {
+	if path == "" {
+		return ""
+	}
+	if _, err := os.Stat(path); err != nil {
+		return path + " (gone)"
+	}
+	return path
+}

@@ -1,0 +1,290 @@
+package land
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"golang.org/x/sys/unix"
+)
+
+// A Layer is one run's upper layer and overlayfs work directory, in a directory of
+// bwrapkit's own (Root/run-ID). The run holds an exclusive lock (flock) on that
+// directory itself for its whole life: a layer whose lock anyone can take belongs to a
+// bwrapkit that died. The lock is on the directory's inode, so it moves with a rename
+// to a quarantine; no lock file is made, nor removed, on a run's path.
+type Layer struct {
+	Dir   string // Root/run-ID
+	Upper string
+	Work  string
+	lock  *os.File
+}
+
+const (
+	runPrefix = "run-"
+	newPrefix = "new-" // a layer being made (NewLayer)
+	// staleNew: a layer left being made this long ago belongs to a bwrapkit that died
+	// within NewLayer (making one takes microseconds).
+	staleNew         = time.Minute
+	quarantinePrefix = "quarantine-"
+	journalName      = "journal"
+	// landingName marks a layer whose landing has begun: from then on part of it may
+	// be in the project, so a bwrapkit killed midway leaves the rest to keep, not remove.
+	landingName = "landing"
+	// RefusedList is the file in a quarantine that lists what was refused and why.
+	RefusedList = "REFUSED"
+)
+
+// NewLayer makes a fresh layer under root (which must exist, private to the caller).
+// It is made and locked under a name Abandoned never takes (new-ID) and only then renamed
+// to run-ID, so no other run can find it unlocked; the lock goes with the rename.
+func NewLayer(root string) (*Layer, error) {
+	id := time.Now().UTC().Format("20060102T150405") + "-" + randomName()[:8]
+	making := filepath.Join(root, newPrefix+id)
+	if err := os.Mkdir(making, 0o700); err != nil {
+		return nil, fmt.Errorf("making the run's layer: %w", err)
+	}
+	lock, err := openLock(making)
+	if err == nil {
+		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	}
+	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		os.Remove(making)
+		return nil, fmt.Errorf("locking the run's layer: %w", err)
+	}
+	for _, sub := range []string{"upper", "work"} {
+		if err = os.Mkdir(filepath.Join(making, sub), 0o700); err != nil {
+			break
+		}
+	}
+	dir := filepath.Join(root, runPrefix+id)
+	if err == nil {
+		err = os.Rename(making, dir)
+	}
+	if err != nil {
+		_ = removeOwn(making)
+		lock.Close()
+		return nil, fmt.Errorf("making the run's layer: %w", err)
+	}
+	return &Layer{Dir: dir, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), lock: lock}, nil
+}
+
+// openLock opens a layer's directory to lock it, never through a symlink.
+func openLock(dir string) (*os.File, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), dir), nil
+}
+
+func syscall0() int { return unix.O_NOFOLLOW | unix.O_CLOEXEC }
+
+// Discard removes the layer (a run that never started, or whose changes all landed).
+func (l *Layer) Discard() error {
+	err := removeOwn(l.Dir)
+	l.lock.Close()
+	return err
+}
+
+// Quarantine renames the layer to Root/quarantine-ID and writes its REFUSED list; it
+// returns the new path. The lock goes with it, released.
+func (l *Layer) Quarantine(refused []Decision, cause string) (string, error) {
+	var list strings.Builder
+	if cause != "" {
+		fmt.Fprintf(&list, "# %s\n", cause)
+	}
+	for _, decision := range refused {
+		fmt.Fprintf(&list, "%s\t%s\n", decision.Rule, Printable(orRoot(decision.Entry.Path)))
+	}
+	if err := os.WriteFile(filepath.Join(l.Dir, RefusedList), []byte(list.String()), 0o600); err != nil {
+		return "", err
+	}
+	dest := filepath.Join(filepath.Dir(l.Dir), quarantinePrefix+strings.TrimPrefix(filepath.Base(l.Dir), runPrefix))
+	if err := os.Rename(l.Dir, dest); err != nil {
+		return "", err
+	}
+	l.lock.Close()
+	return dest, nil
+}
+
+// AbandonedLayer is a layer no live run holds: its bwrapkit died.
+type AbandonedLayer struct {
+	Dir string
+	// MidLanding: it died while landing, so part of the layer is in the project (each
+	// file whole, old or new) and what is left in Dir did not land. Such a layer is
+	// always kept, as a quarantine: removing it would lose changes nobody saw land.
+	MidLanding bool
+}
+
+// Abandoned are the layers under root that no live run holds (their bwrapkit died):
+// nothing of them landed, or a landing stopped midway. One that never began landing is
+// removed, or kept as a quarantine when keep is set; one that stopped midway is always
+// kept. The temporary files a stopped landing left in the project are removed.
+func Abandoned(root string, project int, keep bool) ([]AbandonedLayer, error) {
+	names, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var found []AbandonedLayer
+	for _, entry := range names {
+		if entry.IsDir() && strings.HasPrefix(entry.Name(), newPrefix) {
+			removeStaleNew(filepath.Join(root, entry.Name()))
+			continue
+		}
+		if !entry.IsDir() || !strings.HasPrefix(entry.Name(), runPrefix) {
+			continue
+		}
+		dir := filepath.Join(root, entry.Name())
+		lock, err := openLock(dir)
+		if err != nil {
+			continue // gone meanwhile, or not ours
+		}
+		if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+			lock.Close()
+			continue // a live run
+		}
+		cleanJournal(filepath.Join(dir, journalName), project)
+		_, landingErr := os.Lstat(filepath.Join(dir, landingName))
+		midLanding := landingErr == nil
+		if keep || midLanding {
+			dest := filepath.Join(root, quarantinePrefix+strings.TrimPrefix(entry.Name(), runPrefix))
+			note := "# abandoned: the bwrapkit that ran this was killed; nothing of it was vetted\n"
+			if midLanding {
+				note = "# interrupted: the bwrapkit that ran this was killed while landing it; what is here did not land, the rest did (each file whole)\n"
+			}
+			_ = os.WriteFile(filepath.Join(dir, RefusedList), []byte(note), 0o600)
+			if err := os.Rename(dir, dest); err == nil {
+				dir = dest
+			}
+		} else {
+			_ = removeOwn(dir)
+		}
+		lock.Close()
+		found = append(found, AbandonedLayer{Dir: dir, MidLanding: midLanding})
+	}
+	return found, nil
+}
+
+// BeginLanding marks the layer as landing (see landingName), before the first change
+// reaches the project.
+func (l *Layer) BeginLanding() error {
+	f, err := os.OpenFile(filepath.Join(l.Dir, landingName), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("marking the run's layer as landing: %w", err)
+	}
+	return f.Close()
+}
+
+// removeStaleNew removes a layer whose making stopped midway: unlocked, and older than
+// staleNew (a NewLayer between its mkdir and its lock is younger). No command ever ran in
+// it, so nothing of it is reported.
+func removeStaleNew(dir string) {
+	lock, err := openLock(dir)
+	if err != nil {
+		return
+	}
+	defer lock.Close()
+	var stat unix.Stat_t
+	if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil || unix.Fstat(int(lock.Fd()), &stat) != nil {
+		return
+	}
+	if time.Since(time.Unix(stat.Mtim.Unix())) > staleNew {
+		_ = removeOwn(dir)
+	}
+}
+
+// Journal is the layer's landing journal: the file is made at the first record, so a
+// landing that writes no temporary file (every one by rename, or nothing to land)
+// makes and removes no file for it.
+func (l *Layer) Journal() *Journal { return &Journal{path: filepath.Join(l.Dir, journalName)} }
+
+// Journal records each temporary name before the applier makes it (see cleanJournal).
+type Journal struct {
+	path string
+	file *os.File
+}
+
+func (j *Journal) Write(record []byte) (int, error) {
+	if j.file == nil {
+		file, err := os.OpenFile(j.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall0(), 0o600)
+		if err != nil {
+			return 0, err
+		}
+		j.file = file
+	}
+	return j.file.Write(record)
+}
+
+// Close closes the journal's file, if one was made.
+func (j *Journal) Close() error {
+	if j.file == nil {
+		return nil
+	}
+	return j.file.Close()
+}
+
+// cleanJournal removes the temporary files a landing that died left in the project.
+func cleanJournal(path string, project int) {
+	data, err := os.ReadFile(path)
+	if err != nil || project < 0 {
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		rel, temp, found := strings.Cut(line, "\x00")
+		if !found || !strings.HasPrefix(temp, TempPrefix) || strings.Contains(temp, "/") {
+			continue
+		}
+		parent, _ := split(rel)
+		fd, err := openBeneath(project, parent, unix.O_PATH|unix.O_DIRECTORY)
+		if err != nil {
+			continue
+		}
+		_ = unix.Unlinkat(fd, temp, 0)
+		unix.Close(fd)
+	}
+}
+
+// Remove removes a directory of layers bwrapkit made (a doctor's scratch project's).
+func Remove(dir string) error { return removeOwn(dir) }
+
+// removeOwn removes one of bwrapkit's own directories; nothing is followed (RemoveAll
+// never follows a link). overlayfs leaves its work directory's inner "work" mode 0000,
+// which alone is opened first; only if the removal still fails (a command left a
+// directory it cannot list, the caller not root) is every directory opened up and the
+// removal tried again: a run's own short layer costs no walk of its own.
+func removeOwn(dir string) error {
+	_ = os.Chmod(filepath.Join(dir, "work", "work"), 0o700)
+	if os.RemoveAll(dir) == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(path string, entry os.DirEntry, err error) error {
+		if err == nil && entry.IsDir() {
+			_ = os.Chmod(path, 0o700)
+		} else if err != nil {
+			_ = os.Chmod(path, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+// Printable is a path as it may be shown on one line: quoted when it holds a control
+// character, so a name with a newline cannot forge a line of bwrapkit's own output.
+func Printable(path string) string {
+	if strings.ContainsFunc(path, unicode.IsControl) {
+		return strconv.Quote(path)
+	}
+	return path
+}

@@ -1,0 +1,223 @@
+package lifetime
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bwrapkit/bwrapkit/sandbox/cgroup"
+	"golang.org/x/sys/unix"
+)
+
+// KeeperCommand is the hidden first argument that makes a program the keeper: a main
+// that embeds the runner calls Main with the rest of its arguments when it sees it (see
+// KeeperMain), and names its own executable in sandbox.Options.Keeper.
+const KeeperCommand = "__bwrapkit-keeper"
+
+// lifelineFD is where the keeper reads bwrapkit's messages: the first of ExtraFiles.
+const lifelineFD = 3
+
+// endBound is how long the keeper goes on finding and killing the run's processes, and
+// quietBound how long it looks on after a look found nothing.
+const (
+	// cgroupEndBound: the cgroup is killed at once; this bounds waiting for it to empty
+	// and removing it, which only a process in uninterruptible sleep makes long.
+	cgroupEndBound = 10 * time.Second
+	endBound       = time.Second
+	quietBound     = 250 * time.Millisecond
+)
+
+// Keeper is bwrapkit's side of one run's keeper: the write end of the lifeline, which
+// closes by itself when bwrapkit dies, however it dies.
+type Keeper struct {
+	lifeline *os.File
+	process  *os.Process
+	token    string
+}
+
+// Start starts executable as the keeper of one run, in a session of its own (a signal to
+// bwrapkit's process group or its terminal does not reach it). It must be started before
+// bwrap, so that no moment of the run is unkept.
+func Start(executable string) (*Keeper, error) {
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, err
+	}
+	token := hex.EncodeToString(raw[:])
+	read, write, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer read.Close()
+	cmd := exec.Command(executable, KeeperCommand, token)
+	cmd.ExtraFiles = []*os.File{read}
+	cmd.Env = []string{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("starting the run's keeper (%s): %w", executable, err)
+	}
+	return &Keeper{lifeline: write, process: cmd.Process, token: token}, nil
+}
+
+// Env is the variable that marks the run's processes for the keeper: bwrap's environment.
+func (k *Keeper) Env() string { return TokenVar + "=" + k.token }
+
+// Watch tells the keeper about bwrap ("bwrap") or the sandbox's pid 1 ("init"). Each
+// message is one write of a few bytes, so it reaches the keeper whole or not at all.
+func (k *Keeper) Watch(kind string, pid int) error {
+	_, err := k.lifeline.Write([]byte(kind + " " + strconv.Itoa(pid) + "\n"))
+	return err
+}
+
+// WatchCgroup tells the keeper the run's cgroup directories (the v2 one first), before
+// they are made: if bwrapkit goes, the keeper ends and removes whichever exist. One write
+// of at most PIPE_BUF bytes, so the keeper gets all of them or none.
+func (k *Keeper) WatchCgroup(paths []string) error {
+	var lines strings.Builder
+	for _, dir := range paths {
+		if strings.ContainsAny(dir, "\n") {
+			return fmt.Errorf("keeper: cgroup path %q has a newline", dir)
+		}
+		lines.WriteString("cgroup " + dir + "\n")
+	}
+	if lines.Len() > 4096 {
+		return fmt.Errorf("keeper: the run's cgroup paths take %d bytes, more than one atomic pipe write", lines.Len())
+	}
+	_, err := k.lifeline.Write([]byte(lines.String()))
+	return err
+}
+
+// Release says the run is over (every process of it is gone) and reaps the keeper.
+func (k *Keeper) Release() {
+	if k == nil || k.lifeline == nil {
+		return
+	}
+	_, _ = k.lifeline.Write([]byte("done\n"))
+	k.lifeline.Close()
+	k.lifeline = nil
+	_, _ = k.process.Wait()
+}
+
+// Main is the keeper process: it follows the lifeline and, when bwrapkit goes without
+// saying "done", kills every process of the run. args are what follows KeeperCommand.
+func Main(args []string) int {
+	if len(args) != 1 || args[0] == "" {
+		fmt.Fprintln(os.Stderr, "bwrapkit: the keeper is started by bwrapkit itself, with its token and lifeline")
+		return 2
+	}
+	token := args[0]
+	// Only bwrapkit's going (the lifeline's end) or its "done" ends the keeper.
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	lifeline := os.NewFile(lifelineFD, "lifeline")
+	held := map[string]int{} // pidfds of what bwrapkit named, opened as soon as named
+	state := follow(lifeline, func(msg message) {
+		if fd, err := unix.PidfdOpen(msg.pid, 0); err == nil {
+			held[msg.kind] = fd
+		}
+	})
+	if state.done {
+		return 0
+	}
+	// The cgroup first: cgroup.kill ends every process of the run at once, whatever it
+	// did to pid 1 or its session, and the keeper removes the cgroups bwrapkit cannot.
+	if err := cgroup.End(state.cgroups, cgroupEndBound); err != nil {
+		fmt.Fprintln(os.Stderr, "bwrapkit keeper:", err)
+	}
+	end(held, token)
+	return 0
+}
+
+// end kills the run: pid 1 first (the kernel then kills every process of its pid
+// namespace, setsid, double forks and all), then bwrap, then whatever still carries the
+// run's token (a bwrap child before its uid map, when bwrapkit died before naming it),
+// until a look finds nothing or the bound passes.
+func end(held map[string]int, token string) {
+	var killed []int
+	for _, kind := range []string{"init", "bwrap"} {
+		if fd, ok := held[kind]; ok {
+			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			killed = append(killed, fd)
+		}
+	}
+	// The look goes on for a while after it first finds nothing: bwrapkit may have died
+	// while starting bwrap (the forked child executes it, and takes the token, a moment
+	// after its parent is gone), or bwrap while cloning its child.
+	deadline := time.Now().Add(endBound)
+	quiet := time.Now().Add(quietBound)
+	for now := time.Now(); now.Before(deadline); now = time.Now() {
+		found := killMarked(token)
+		killed = append(killed, found...)
+		switch {
+		case len(found) > 0:
+			quiet = now.Add(quietBound)
+		case now.After(quiet):
+			deadline = now
+		default:
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	awaitExit(killed, deadline)
+}
+
+// killMarked kills every process whose environment carries the token, each through a
+// pidfd opened before the second look at its environment (a pid reused in between is
+// another process, and is not signalled).
+func killMarked(token string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var killed []int
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		environ, err := os.ReadFile("/proc/" + entry.Name() + "/environ")
+		if err != nil || !marked(environ, token) {
+			continue
+		}
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue
+		}
+		if environ, err := os.ReadFile("/proc/" + entry.Name() + "/environ"); err != nil || !marked(environ, token) {
+			unix.Close(fd)
+			continue
+		}
+		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		killed = append(killed, fd)
+	}
+	return killed
+}
+
+// awaitExit waits until every pidfd reports its process gone (readable), or deadline.
+func awaitExit(pidfds []int, deadline time.Time) {
+	for _, fd := range pidfds {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for time.Now().Before(deadline) {
+			n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1)
+			if n > 0 || (err != nil && !errors.Is(err, unix.EINTR)) {
+				break
+			}
+		}
+	}
+}
+
+// KeeperMain makes a program that embeds the runner its own keeper: call it first in
+// main, and name os.Executable() in sandbox.Options.Keeper. When the program was started
+// as a keeper it runs the keeper and exits; otherwise it returns at once.
+func KeeperMain() {
+	if len(os.Args) > 1 && os.Args[1] == KeeperCommand {
+		os.Exit(Main(os.Args[2:]))
+	}
+}

@@ -1,0 +1,62 @@
+package sandbox
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bwrapkit/bwrapkit/sandbox/cgroup"
+	"github.com/bwrapkit/bwrapkit/sandbox/lifetime"
+)
+
+// cgroupEndBound is how long a run's end waits for its cgroup to empty after
+// cgroup.kill: only a process in uninterruptible sleep (a hung NFS read) takes long.
+const cgroupEndBound = 10 * time.Second
+
+// RunCgroup says which cgroup held a run (see package cgroup and docs/lifetime.md).
+type RunCgroup struct {
+	// Mode is cgroup.V2, cgroup.V1 (root on a hybrid host), or cgroup.None: then the
+	// keeper and bwrapkit alone held the run, and --limit memory and pids were defaults
+	// that bound nothing (an explicit one is refused instead).
+	Mode cgroup.Mode `json:"mode"`
+	// Why says, for None, what the host lacks; Remedy how to get a cgroup.
+	Why    string `json:"why,omitempty"`
+	Remedy string `json:"remedy,omitempty"`
+	// Left says why the cgroup could not be emptied and removed at the run's end.
+	Left string `json:"left,omitempty"`
+}
+
+// runCgroup is one run's cgroup while it runs.
+type runCgroup struct {
+	host  cgroup.Host
+	ended error
+}
+
+// startCgroup makes the run's cgroup where the host allows it and names it to the
+// keeper, before bwrap exists. A nil Group: none (the host's Why says why).
+func startCgroup(plan *launchPlan, keeper *lifetime.Keeper) (*cgroup.Group, *runCgroup, error) {
+	var announce func([]string) error
+	if keeper != nil {
+		announce = func(paths []string) error {
+			if err := keeper.WatchCgroup(paths); err != nil {
+				return fmt.Errorf("the run's keeper is gone: %w", err)
+			}
+			return nil
+		}
+	}
+	group, host, err := cgroup.ForRun(plan.limits, announce)
+	if err != nil {
+		return nil, nil, err
+	}
+	return group, &runCgroup{host: host}, nil
+}
+
+func (c *runCgroup) result() RunCgroup {
+	out := RunCgroup{Mode: c.host.Mode}
+	if c.host.Mode == cgroup.None {
+		out.Why, out.Remedy = c.host.Why, c.host.Remedy
+	}
+	if c.ended != nil {
+		out.Left = c.ended.Error()
+	}
+	return out
+}

@@ -254,3 +254,37 @@ func TestJointRun(t *testing.T) {
 		})
 	}
 }
+
+// Doctors running at once in one process (an embedding service, or these tests) each hold
+// an fd-isolation canary open without close-on-exec; one doctor's canary must never be what
+// another's shared launch inherits between its close-on-exec sweep and its fork.
+func TestConcurrentDoctorsKeepTheirCanariesApart(t *testing.T) {
+	path := cachedBwrap(t, "bwrap-0.12.0")
+	const doctors, rounds = 6, 8
+	for round := 0; round < rounds; round++ {
+		errs := make(chan string, doctors)
+		for i := 0; i < doctors; i++ {
+			cfg := liveConfig(t, path)
+			cfg.Checks = []string{"selftest.fd-isolation"}
+			go func() {
+				got, err := Run(context.Background(), cfg)
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				for _, check := range got.Checks {
+					if check.ID == "selftest.fd-isolation" && check.Status == report.StatusOK {
+						errs <- ""
+						return
+					}
+				}
+				errs <- "fd-isolation did not pass:\n" + dump(got)
+			}()
+		}
+		for i := 0; i < doctors; i++ {
+			if msg := <-errs; msg != "" {
+				t.Errorf("round %d: %s", round, msg)
+			}
+		}
+	}
+}

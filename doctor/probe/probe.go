@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -418,6 +419,24 @@ func waitForFile(path string, bound time.Duration) bool {
 	return false
 }
 
+// inheritance orders, within one process, the doctor's launches whose inherited
+// descriptors are judged (fd-isolation's) against the doctor's own openings without
+// close-on-exec: fd-isolation's canary, and the uid_map and gid_map files Go's os/exec opens
+// for UserNamespaceErrno's child. sandbox.Run marks descriptors close-on-exec just before it
+// starts bwrap, and Go lets forks run at the same time, so one doctor's canary or map file
+// opened in between reached another doctor's sandbox (several doctors in one test binary
+// or embedding service). A judged launch holds it exclusively; an opening holds it shared.
+var inheritance sync.RWMutex
+
+// JudgingInheritance runs launch, a sandbox launch whose inherited descriptors will be
+// judged, while no other doctor of this process holds a descriptor open without
+// close-on-exec (see inheritance).
+func JudgingInheritance(launch func()) {
+	inheritance.Lock()
+	defer inheritance.Unlock()
+	launch()
+}
+
 // noProgram is a path no file can have (a descriptor number is never negative), so the
 // child of UserNamespaceErrno ends at its exec, right after the clone: no program starts.
 const noProgram = "/proc/self/fd/-1"
@@ -439,7 +458,10 @@ func UserNamespaceErrno() syscall.Errno {
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 	}
 	var errno syscall.Errno
-	if err := cmd.Start(); err != nil {
+	inheritance.RLock()
+	err := cmd.Start()
+	inheritance.RUnlock()
+	if err != nil {
 		if errors.As(err, &errno) && errno != syscall.ENOENT {
 			return errno
 		}

@@ -82,13 +82,18 @@ func (e *Env) Run(ctx context.Context, run ProbeRun) (ProbeResult, error) {
 	if err != nil {
 		return ProbeResult{}, err
 	}
-	request, parts := e.Shared.plan(e, policy)
-	defer e.Shared.done(parts)
-	data, err := json.Marshal(request)
-	if err != nil {
-		return ProbeResult{}, err
-	}
-	return e.run(ctx, policy, ProbeRun{Name: "launch", Args: []string{string(data)}})
+	// The launch carries fd-isolation, whose canary is open without close-on-exec from its
+	// planning to the launch's end, and whose verdict is every descriptor the sandbox got.
+	var result ProbeResult
+	probe.JudgingInheritance(func() {
+		request, parts := e.Shared.plan(e, policy)
+		defer e.Shared.done(parts)
+		var data []byte
+		if data, err = json.Marshal(request); err == nil {
+			result, err = e.run(ctx, policy, ProbeRun{Name: "launch", Args: []string{string(data)}})
+		}
+	})
+	return result, err
 }
 
 // Policy is the sandbox policy of a self-test's run, built from the caller's environment

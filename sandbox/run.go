@@ -463,7 +463,9 @@ wait:
 	// telling its child to go on (a capset refused by an outer seccomp filter, say), the
 	// child waits on an eventfd forever, unreported, in bwrap's group.
 	_ = syscall.Kill(-process.Process.Pid, syscall.SIGKILL)
-	// And the cgroup: the run is over only once nothing of it is left.
+	// And the cgroup: the run is over only once nothing of it is left. Its OOM kills are
+	// read first; End removes the counters.
+	cgroups.oomKills, cgroups.bound = group.MemoryKills()
 	cgroups.ended = group.End(cgroupEndBound)
 
 	// The status pipe closes with bwrap and the namespace, so this read is short.

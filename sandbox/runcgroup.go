@@ -23,12 +23,18 @@ type RunCgroup struct {
 	Remedy string `json:"remedy,omitempty"`
 	// Left says why the cgroup could not be emptied and removed at the run's end.
 	Left string `json:"left,omitempty"`
+	// OOMKills is how many of the run's processes the kernel's OOM killer ended because
+	// the run reached MemoryBound (bytes): a command killed so exits 137, and this says
+	// why. Both are zero when it never happened.
+	OOMKills    uint64 `json:"oom_kills,omitempty"`
+	MemoryBound uint64 `json:"memory_bound,omitempty"`
 }
 
 // runCgroup is one run's cgroup while it runs.
 type runCgroup struct {
-	host  cgroup.Host
-	ended error
+	host            cgroup.Host
+	ended           error
+	oomKills, bound uint64
 }
 
 // startCgroup makes the run's cgroup where the host allows it and names it to the
@@ -57,6 +63,9 @@ func (c *runCgroup) result() RunCgroup {
 	}
 	if c.ended != nil {
 		out.Left = c.ended.Error()
+	}
+	if c.oomKills > 0 {
+		out.OOMKills, out.MemoryBound = c.oomKills, c.bound
 	}
 	return out
 }

@@ -83,6 +83,10 @@ func TestLiveCgroupBoundsMemory(t *testing.T) {
 		if n := hogReached(t, got.stdout, "memfd"); n >= 64 || (n < 0 && got.status != 137) {
 			t.Errorf("%s: 200 MiB of memfds under --limit memory=64M: held %d MiB, status %d: %s", bwrap.Name, n, got.status, got.stderr)
 		}
+		// A command the kernel killed at the bound is said to be so, not left a bare 137.
+		if got.status == 137 && !strings.Contains(got.stderr, "OOM killer ended a process of the run: it reached its memory bound of 64M") {
+			t.Errorf("%s: killed at --limit memory=64M (137) without saying so: %s", bwrap.Name, got.stderr)
+		}
 		got = binaryRun(t, environ, "run", "--workdir", workdir, "--limit", "memory=32M", "--limit", "tmpfs=1M", "--", hog, "inodes", "200000", "/tmp")
 		if n := hogReached(t, got.stdout, "inodes"); n == 200000 || (n < 0 && got.status != 137) {
 			t.Errorf("%s: 200,000 inodes in a 1 MiB /tmp under --limit memory=32M: made %d, status %d: %s", bwrap.Name, n, got.status, got.stderr)
@@ -348,4 +352,40 @@ func leakedCgroups(before map[string]bool) []string {
 		_ = os.Remove(dir)
 	}
 	return leaked
+}
+
+// TestLiveMemoryKillIsNamed: a command the OOM killer ends at the run's memory bound exits
+// 137, and the run says why on stderr and in the report's cgroup; a run that stays under
+// its bound says nothing of it.
+func TestLiveMemoryKillIsNamed(t *testing.T) {
+	cgroupHost(t)
+	workdir := livetest.TempDir(t)
+	hog := hogIn(t, workdir)
+	for _, bwrap := range livetest.Bwraps(t) {
+		environ, _ := attackEnv(t, bwrap.Path)
+		report := filepath.Join(livetest.TempDir(t), "report.json")
+		got := binaryRun(t, environ, "run", "--workdir", workdir, "--limit", "memory=48M", "--report", report, "--", hog, "memfd", "200")
+		var written struct {
+			Cgroup struct {
+				OOMKills    uint64 `json:"oom_kills"`
+				MemoryBound uint64 `json:"memory_bound"`
+			} `json:"cgroup"`
+		}
+		data, err := os.ReadFile(report)
+		if err == nil {
+			err = json.Unmarshal(data, &written)
+		}
+		switch {
+		case err != nil:
+			t.Errorf("%s: the report: %v", bwrap.Name, err)
+		case got.status != 137 || !strings.Contains(got.stderr, "OOM killer ended a process of the run: it reached its memory bound of 48M (raise it with --limit memory=SIZE)"):
+			t.Errorf("%s: 200 MiB of memfds under 48M: status %d (want 137, named): %s", bwrap.Name, got.status, got.stderr)
+		case written.Cgroup.OOMKills == 0 || written.Cgroup.MemoryBound != 48<<20:
+			t.Errorf("%s: the report's cgroup does not name the kill: %s", bwrap.Name, data)
+		}
+		under := binaryRun(t, environ, "run", "--workdir", workdir, "--limit", "memory=48M", "--", hog, "memfd", "8")
+		if under.status != 0 || strings.Contains(under.stderr, "OOM") {
+			t.Errorf("%s: 8 MiB under 48M: status %d: %s", bwrap.Name, under.status, under.stderr)
+		}
+	}
 }

@@ -483,6 +483,23 @@ func printCgroup(opts *runOptions, held sandbox.RunCgroup, chosen bool) {
 	if held.Left != "" {
 		fmt.Fprintf(opts.Err, "bwrapkit: warning: the run's cgroup was not removed: %s\n", held.Left)
 	}
+	if note := memoryKillNote(held); note != "" {
+		fmt.Fprintf(opts.Err, "bwrapkit: %s\n", note)
+	}
+}
+
+// memoryKillNote says that the kernel ended processes of the run at its memory bound, and
+// how to raise it (pure): without it a command killed so reads as a bare 137.
+func memoryKillNote(held sandbox.RunCgroup) string {
+	if held.OOMKills == 0 {
+		return ""
+	}
+	processes := "a process"
+	if held.OOMKills > 1 {
+		processes = fmt.Sprintf("%d processes", held.OOMKills)
+	}
+	return fmt.Sprintf("the kernel's OOM killer ended %s of the run: it reached its memory bound of %s (raise it with --limit memory=SIZE)",
+		processes, cgroup.FormatSize(held.MemoryBound))
 }
 
 // earlierRunNotes are what a run found of earlier runs on the project whose bwrapkit

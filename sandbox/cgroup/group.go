@@ -58,6 +58,8 @@ type Group struct {
 	unified string   // the run's v2 directory
 	v1      []string // the run's v1 directories (V1)
 	dir     *os.File // unified, opened for CLONE_INTO_CGROUP
+	memory  string   // the directory whose memory controller bounds the run
+	bounds  Bounds
 	ended   bool
 	endErr  error
 }
@@ -77,9 +79,11 @@ func (h Host) Create(token string, b Bounds) (group *Group, err error) {
 		}
 	}
 	g := h.plan(token)
+	g.bounds, g.memory = b, g.unified
 	memory, pids := "", ""
 	if h.Mode == V1 {
 		memory, pids = g.v1[0], g.v1[1]
+		g.memory = memory
 		g.v1 = nil // each is added once made, so a failure removes only what exists
 	}
 	defer func() {
@@ -256,6 +260,36 @@ func (g *Group) EnterThread() (leave func() error, err error) {
 // Paths are the run's cgroup directories, the v2 one first: what the keeper ends if
 // bwrapkit cannot.
 func (g *Group) Paths() []string { return append([]string{g.unified}, g.v1...) }
+
+// MemoryKills is how many of the run's processes the kernel's OOM killer ended because the
+// run reached its memory bound (memory.events' oom_kill on v2, memory.oom_control's on v1,
+// Linux 4.13 and later), and that bound; 0 when none or unreadable. Read it before End,
+// which removes the counters.
+func (g *Group) MemoryKills() (kills, bound uint64) {
+	if g == nil || g.memory == "" {
+		return 0, 0
+	}
+	file := "memory.events"
+	if g.Mode == V1 {
+		file = "memory.oom_control"
+	}
+	data, err := os.ReadFile(path.Join(g.memory, file))
+	if err != nil {
+		return 0, g.bounds.Memory
+	}
+	return oomKills(string(data)), g.bounds.Memory
+}
+
+// oomKills is the "oom_kill N" line of memory.events or memory.oom_control (pure).
+func oomKills(counters string) uint64 {
+	for line := range strings.Lines(counters) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "oom_kill "); ok {
+			n, _ := strconv.ParseUint(rest, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
 
 // End kills every process in the run's cgroup (cgroup.kill), waits until none is left,
 // at most bound, and removes the cgroups. A nil Group has nothing to end; a second End

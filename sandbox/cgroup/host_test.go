@@ -203,3 +203,18 @@ func TestPopulated(t *testing.T) {
 		}
 	}
 }
+
+func TestOOMKills(t *testing.T) {
+	for counters, want := range map[string]uint64{
+		// cgroup v2 memory.events
+		"low 0\nhigh 0\nmax 12\noom 2\noom_kill 2\noom_group_kill 0\n": 2,
+		// cgroup v1 memory.oom_control: oom_kill_disable is not the count
+		"oom_kill_disable 0\nunder_oom 0\noom_kill 3\n": 3,
+		"oom_kill_disable 1\nunder_oom 0\n":             0,
+		"":                                              0,
+	} {
+		if got := oomKills(counters); got != want {
+			t.Errorf("oomKills(%q) = %d, want %d", counters, got, want)
+		}
+	}
+}

@@ -94,6 +94,9 @@ func Unbounded(l limits.Limits) bool {
 	return l.Explicit(limits.Memory) && l.Explicit(limits.Pids) && memory == limits.Unlimited && pids == limits.Unlimited
 }
 
+// FormatSize writes a memory bound as --limit takes it ("64M", "unlimited").
+func FormatSize(v uint64) string { return formatBound(v, true) }
+
 func formatBound(v uint64, size bool) string {
 	if v == limits.Unlimited {
 		return "unlimited"

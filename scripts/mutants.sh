@@ -220,6 +220,12 @@ into: if err := writeBounds(pids, nil); err != nil {
 test: ./cmd/bwrapkit TestLiveCgroupBoundsPids
 what: the run's pids cgroup is bounded (root's tasks too)
 
+file: sandbox/run.go
+line: cgroups.oomKills, cgroups.bound = group.MemoryKills()
+into: cgroups.oomKills, cgroups.bound = 0, 0
+test: ./cmd/bwrapkit TestLiveMemoryKillIsNamed
+what: a command the OOM killer ends at the memory bound is named
+
 file: sandbox/cgroup/group.go
 line: if err := rmdir(dir, deadline); err != nil && failed == nil {
 into: if err := rmdir(dir+"/none", deadline); err != nil && failed == nil {

@@ -108,6 +108,10 @@ bench: build test-bwraps
 	../../benchcmp -rounds 200 -fd3 ../filter.bpf -name-a "bwrapkit run -- /bin/true" -name-b "bwrap, argv from bwrapkit argv" \
 		-a '["$(CURDIR)/bwrapkit","run","--workdir",".","--","/bin/true"]' -b "$$($(CURDIR)/bwrapkit argv --workdir . --seccomp-file ../filter.bpf -- /bin/true)" \
 		-also 'bwrapkit run --net -- /bin/true (no proxy, no bridge)=["$(CURDIR)/bwrapkit","run","--net","--workdir",".","--","/bin/true"]'
+	@echo "== CPU per run for the whole sandbox and throughput, 8 and 32 runs at once, against bwrap with the same argv (goals: CPU 1.3, throughput 0.8)"
+	@cd $(BENCHDIR) && for n in 8 32; do \
+		../../benchcmp -rounds 20 -warmup 2 -parallel $$n -fd3 ../filter.bpf -name-a "bwrapkit run -- /bin/true" -name-b "bwrap, argv from bwrapkit argv" \
+			-a '["$(CURDIR)/bwrapkit","run","--workdir",".","--","/bin/true"]' -b "$$($(CURDIR)/bwrapkit argv --workdir . --seccomp-file ../filter.bpf -- /bin/true)" || exit 1; done
 	@echo "== the doctor against one raw launch: Debian's bwrap and the pinned static one, as root and as nobody (goals: 4 launches, 20 ms)"
 	scripts/bench-doctor.sh ./bwrapkit $(CACHE)/benchcmp 20 $$(command -v bwrap) $(CACHE)/bwraps/bwrap-0.12.0
 	@echo "== growth with the number of --ro paths, run against bwrap's own (goal: at most 1.1)"

@@ -19,9 +19,9 @@ import (
 // daemonised child are not waited for at all, so rusage showed 1.6 ms for raw bwrap's
 // 4.6. A cgroup counts every task that ran in it, however it ended.
 type meter interface {
-	// run starts cmd and waits for it (wall is that long), then for every process it
-	// left in the cgroup, and returns the CPU they all used.
-	run(cmd *exec.Cmd) (wall, cpu time.Duration, err error)
+	// run starts cmds at once and waits for them all (wall is that long), then for every
+	// process they left in the cgroup, and returns the CPU they all used.
+	run(cmds []*exec.Cmd) (wall, cpu time.Duration, err error)
 	name() string
 	close()
 }
@@ -154,7 +154,7 @@ func newV2Meter(mount string) (*v2Meter, error) {
 
 func (m *v2Meter) name() string { return "cgroup v2 cpu.stat" }
 
-func (m *v2Meter) run(cmd *exec.Cmd) (time.Duration, time.Duration, error) {
+func (m *v2Meter) run(cmds []*exec.Cmd) (time.Duration, time.Duration, error) {
 	m.runs++
 	group := filepath.Join(m.parent, "run-"+strconv.Itoa(m.runs))
 	if err := os.Mkdir(group, 0o755); err != nil {
@@ -166,9 +166,11 @@ func (m *v2Meter) run(cmd *exec.Cmd) (time.Duration, time.Duration, error) {
 		return 0, 0, err
 	}
 	defer dir.Close()
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+	for _, cmd := range cmds {
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+	}
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := runAll(cmds, nil); err != nil {
 		return 0, 0, err
 	}
 	wall := time.Since(start)
@@ -203,7 +205,7 @@ func newV1Meter(mount string) (*v1Meter, error) {
 
 func (m *v1Meter) name() string { return "cgroup v1 cpuacct.usage" }
 
-func (m *v1Meter) run(cmd *exec.Cmd) (time.Duration, time.Duration, error) {
+func (m *v1Meter) run(cmds []*exec.Cmd) (time.Duration, time.Duration, error) {
 	if err := os.WriteFile(filepath.Join(m.group, "cpuacct.usage"), []byte("0"), 0); err != nil {
 		return 0, 0, fmt.Errorf("resetting cpuacct.usage: %w", err)
 	}
@@ -211,14 +213,13 @@ func (m *v1Meter) run(cmd *exec.Cmd) (time.Duration, time.Duration, error) {
 		return 0, 0, fmt.Errorf("joining %s: %w", m.group, err)
 	}
 	start := time.Now()
-	startErr := cmd.Start()
-	if err := os.WriteFile(filepath.Join(m.home, "cgroup.procs"), []byte("0"), 0); err != nil {
-		return 0, 0, fmt.Errorf("leaving %s: %w", m.group, err)
-	}
-	if startErr != nil {
-		return 0, 0, startErr
-	}
-	if err := cmd.Wait(); err != nil {
+	err := runAll(cmds, func() error {
+		if err := os.WriteFile(filepath.Join(m.home, "cgroup.procs"), []byte("0"), 0); err != nil {
+			return fmt.Errorf("leaving %s: %w", m.group, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return 0, 0, err
 	}
 	wall := time.Since(start)
@@ -240,12 +241,42 @@ type rusageMeter struct{}
 
 func (rusageMeter) name() string { return "wait4 rusage (misses the sandbox's processes)" }
 
-func (rusageMeter) run(cmd *exec.Cmd) (time.Duration, time.Duration, error) {
+func (rusageMeter) run(cmds []*exec.Cmd) (time.Duration, time.Duration, error) {
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := runAll(cmds, nil); err != nil {
 		return 0, 0, err
 	}
-	return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+	wall := time.Since(start)
+	var used time.Duration
+	for _, cmd := range cmds {
+		used += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	return wall, used, nil
+}
+
+// runAll starts every command, calls started (if any) once all are, and waits for them
+// all; the first error wins, but every started command is waited for.
+func runAll(cmds []*exec.Cmd, started func() error) error {
+	var first error
+	begun := 0
+	for _, cmd := range cmds {
+		if err := cmd.Start(); err != nil {
+			first = err
+			break
+		}
+		begun++
+	}
+	if started != nil {
+		if err := started(); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, cmd := range cmds[:begun] {
+		if err := cmd.Wait(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 func (rusageMeter) close() {}

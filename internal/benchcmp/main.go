@@ -37,6 +37,9 @@ func (p *peers) Set(value string) error {
 // fd3Path is opened on descriptor 3 of every command (-fd3).
 var fd3Path string
 
+// parallel is how many copies of a command one round starts at once (-parallel).
+var parallel = 1
+
 // cpu measures every run's CPU (-cpu).
 var cpu meter
 
@@ -50,6 +53,7 @@ func main() {
 	unit := flag.String("unit", "ratio", "what the ratio is called in the output")
 	fd3 := flag.String("fd3", "", "open this file on descriptor 3 of both commands (the seccomp filter `bwrapkit argv --seccomp-file` wrote)")
 	cpuChoice := flag.String("cpu", "auto", "how CPU is counted: auto, v1 (cpuacct), v2 (cpu.stat), or rusage (wait4, which misses a sandbox's own processes)")
+	flag.IntVar(&parallel, "parallel", 1, "copies of each command started at once per round: CPU is then per copy, and throughput (copies a second) is printed")
 	var also peers
 	flag.Var(&also, "also", "a peer, NAME=JSON-ARRAY, run in the same rounds and reported against the first command (repeatable)")
 	flag.Parse()
@@ -84,6 +88,11 @@ func main() {
 	fmt.Printf("%-28s min %8.3f ms, median %8.3f ms over %d runs; CPU median %7.3f ms\n", *nameA, ms(slices.Min(timesA)), ms(medianA), *rounds, ms(median(cpuA)))
 	fmt.Printf("%-28s min %8.3f ms, median %8.3f ms over %d runs; CPU median %7.3f ms\n", *nameB, ms(slices.Min(timesB)), ms(medianB), *rounds, ms(median(cpuB)))
 	fmt.Printf("%-28s %.2f (wall, medians); CPU %.2f, counted by %s\n", *unit, float64(medianA)/float64(medianB), float64(median(cpuA))/float64(median(cpuB)), cpu.name())
+	if parallel > 1 {
+		throughput := func(wall time.Duration) float64 { return float64(parallel) / wall.Seconds() }
+		fmt.Printf("%-28s %d at once: %.0f and %.0f runs/s (median rounds), %.2f of %s's; CPU above is per run\n", "throughput", parallel,
+			throughput(medianA), throughput(medianB), throughput(medianA)/throughput(medianB), *nameB)
+	}
 	for i, p := range also {
 		wall, cpuTime := median(timesPeer[i]), median(cpuPeer[i])
 		fmt.Printf("%-28s min %8.3f ms, median %8.3f ms; CPU median %7.3f ms; %.2fx %s's wall, %.2fx its CPU\n",
@@ -100,26 +109,31 @@ func parse(text string) []string {
 	return argv
 }
 
-// run times one execution and returns its wall time and the CPU its whole process tree
-// used (see cpu.go); a failing command makes the comparison meaningless, and ends this.
+// run times one round of argv (parallel copies at once) and returns its wall time and
+// the CPU per copy that their whole process trees used (see cpu.go); a failing command
+// makes the comparison meaningless, and ends this.
 func run(argv []string) (wall, cpuTime time.Duration) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = os.Stderr
-	if fd3Path != "" {
-		// Opened afresh for each run: bwrap reads the filter to the end, and a shared
-		// descriptor would leave the next run an empty one.
-		file, err := os.Open(fd3Path)
-		if err != nil {
-			fail(2, err)
+	cmds := make([]*exec.Cmd, parallel)
+	for i := range cmds {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Stderr = os.Stderr
+		if fd3Path != "" {
+			// Opened afresh for each run: bwrap reads the filter to the end, and a shared
+			// descriptor would leave the next run an empty one.
+			file, err := os.Open(fd3Path)
+			if err != nil {
+				fail(2, err)
+			}
+			defer file.Close()
+			cmd.ExtraFiles = []*os.File{file}
 		}
-		defer file.Close()
-		cmd.ExtraFiles = []*os.File{file}
+		cmds[i] = cmd
 	}
-	wall, cpuTime, err := cpu.run(cmd)
+	wall, cpuTime, err := cpu.run(cmds)
 	if err != nil {
 		fail(1, fmt.Errorf("%v: %w", argv, err))
 	}
-	return wall, cpuTime
+	return wall, cpuTime / time.Duration(parallel)
 }
 
 // fail ends the comparison, removing the cgroups it made first.

@@ -260,7 +260,7 @@ func TestJointRun(t *testing.T) {
 // another's shared launch inherits between its close-on-exec sweep and its fork.
 func TestConcurrentDoctorsKeepTheirCanariesApart(t *testing.T) {
 	path := cachedBwrap(t, "bwrap-0.12.0")
-	const doctors, rounds = 6, 8
+	const doctors, rounds = 6, 6
 	for round := 0; round < rounds; round++ {
 		errs := make(chan string, doctors)
 		for i := 0; i < doctors; i++ {

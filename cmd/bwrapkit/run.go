@@ -499,7 +499,7 @@ func memoryKillNote(held sandbox.RunCgroup) string {
 		processes = fmt.Sprintf("%d processes", held.OOMKills)
 	}
 	return fmt.Sprintf("the kernel's OOM killer ended %s of the run: it reached its memory bound of %s (raise it with --limit memory=SIZE)",
-		processes, cgroup.FormatSize(held.MemoryBound))
+		processes, limits.Format(limits.Memory, held.MemoryBound))
 }
 
 // earlierRunNotes are what a run found of earlier runs on the project whose bwrapkit

@@ -64,7 +64,7 @@ func needed(host Host, l limits.Limits) error {
 	var explicit []string
 	for _, name := range []limits.Name{limits.Memory, limits.Pids} {
 		if v, _ := l.Value(name); l.Explicit(name) && v != limits.Unlimited {
-			explicit = append(explicit, string(name)+"="+formatBound(v, name == limits.Memory))
+			explicit = append(explicit, string(name)+"="+limits.Format(name, v))
 		}
 	}
 	if len(explicit) > 0 {
@@ -92,26 +92,6 @@ func Unbounded(l limits.Limits) bool {
 	memory, _ := l.Value(limits.Memory)
 	pids, _ := l.Value(limits.Pids)
 	return l.Explicit(limits.Memory) && l.Explicit(limits.Pids) && memory == limits.Unlimited && pids == limits.Unlimited
-}
-
-// FormatSize writes a memory bound as --limit takes it ("64M", "unlimited").
-func FormatSize(v uint64) string { return formatBound(v, true) }
-
-func formatBound(v uint64, size bool) string {
-	if v == limits.Unlimited {
-		return "unlimited"
-	}
-	if size {
-		for _, unit := range []struct {
-			suffix string
-			shift  uint
-		}{{"T", 40}, {"G", 30}, {"M", 20}, {"K", 10}} {
-			if v%(1<<unit.shift) == 0 {
-				return strconv.FormatUint(v>>unit.shift, 10) + unit.suffix
-			}
-		}
-	}
-	return strconv.FormatUint(v, 10)
 }
 
 // memTotal is /proc/meminfo's MemTotal in bytes, 0 when unreadable.

@@ -198,6 +198,17 @@ func (l Limits) Strings() []string {
 	return out
 }
 
+// Format writes name's value v as --limit takes it: "64M" for a size, "4096" for a count,
+// "unlimited".
+func Format(name Name, v uint64) string {
+	for _, b := range bounds() {
+		if b.name == name {
+			return format(v, b.size)
+		}
+	}
+	return format(v, false)
+}
+
 func format(v uint64, size bool) string {
 	if v == Unlimited {
 		return "unlimited"

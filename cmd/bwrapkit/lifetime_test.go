@@ -157,12 +157,29 @@ func fileSize(path string) int64 {
 	return info.Size()
 }
 
-// dying: SIGKILL is pending for pid, or it is a zombie, so it runs no more instruction of its own (on a
-// loaded host it may take a while to be scheduled and exit).
+// pfExiting is the kernel's PF_EXITING task flag (the ninth field of /proc/PID/stat): set
+// once a task has begun do_exit, from which it never returns to user space.
+const pfExiting = 0x4
+
+// dying: SIGKILL is pending for pid, it is already in its exit path (the signal taken,
+// PF_EXITING set, not yet a zombie), or it is a zombie, so it runs no more instruction of
+// its own (on a loaded host it may take a while to be scheduled and exit).
 func dying(pid int) bool {
 	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return true // gone
+	}
+	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		// After the command name, which may hold anything but ends at the last ')'.
+		if end := bytes.LastIndexByte(stat, ')'); end >= 0 {
+			// fields[0] is the state, fields[6] the flags.
+			fields := strings.Fields(string(stat[end+1:]))
+			if len(fields) > 6 {
+				if flags, err := strconv.ParseUint(fields[6], 10, 64); err == nil && flags&pfExiting != 0 {
+					return true
+				}
+			}
+		}
 	}
 	for line := range strings.Lines(string(status)) {
 		// A zombie has exited and runs nothing: it waits only for its parent (the host's

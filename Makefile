@@ -19,8 +19,11 @@ NOBODY   := setpriv --reuid=65534 --regid=65534 --clear-groups
 
 .PHONY: build doctor deps test-bwraps test test-unprivileged fleet hosts mutants fuzz check bench bench-peers lint e2e dist clean
 
+# bwrapkit and, beside it, bwrapkit-helper: the lean binary its runs start as their keeper
+# and network bridge (cmd/bwrapkit-helper; bwrapkit is its own helper without it).
 build:
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o bwrapkit ./cmd/bwrapkit
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o bwrapkit-helper ./cmd/bwrapkit-helper
 
 # The main job: the doctor on its embedded defaults.
 doctor: build
@@ -156,4 +159,4 @@ dist: test-bwraps
 	scripts/check-dist.sh --out dist
 
 clean:
-	rm -rf bwrapkit dist $(TESTBIN) $(SCRATCH)
+	rm -rf bwrapkit bwrapkit-helper dist $(TESTBIN) $(SCRATCH)

@@ -3,144 +3,23 @@ package netproxy
 import (
 	"errors"
 	"fmt"
+	"github.com/bwrapkit/bwrapkit/netproxy/bridge"
 	"net"
-	"net/netip"
 	"os"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// The hand-over. The tools inside the sandbox reach the proxy by TCP on the sandbox's own
-// loopback, a network namespace the proxy is not in. So the bridge, inside, makes that
-// listener (and the resolver's sockets, resolver.go) in the sandbox's namespace and
-// sends them all over the proxy's unix socket in one message (SCM_RIGHTS); the proxy
-// accepts on the listener itself, from outside, and serves each connection directly: a
-// socket belongs to the namespace it was made in, wherever its descriptor is held. The
-// bridge closes its copies once the proxy has answered and execs the command, so nothing
-// of bwrapkit stays inside and no byte crosses a relay.
+// The hand-over: the bridge inside the sandbox makes the listener and the resolver's
+// sockets in the sandbox's network namespace and sends them here (package bridge says
+// why); the proxy then accepts on them itself, from outside.
 //
 // The proxy takes exactly one hand-over per run and then closes its unix socket: the
 // command starts only after the hand-over, so from its first instruction a connect to
 // the socket is refused and it has no way to give the proxy a listener of its own. What
 // it reaches is the proxy on the listener, which decides every upstream connection by
 // the allowlist as before.
-
-// handOverGreeting is the byte stream the descriptors ride on; anything else is refused.
-const handOverGreeting = "bwrapkit hand-over 1\n"
-
-// handOverWait bounds the hand-over on both sides; past it the bridge gives up and the
-// command never starts.
-const handOverWait = 5 * time.Second
-
-// maxHandOver is the listener and one socket per resolver address.
-const maxHandOver = 3
-
-// handOverOK is the proxy's answer to a hand-over it took; any other answer is the reason
-// it did not ("refused: ...").
-const handOverOK = "ok"
-
-// ListenInside makes the listener the tools' proxy variables point at (address, an IPv4
-// host:port), in the caller's network namespace (inside the sandbox), for HandOver. It is
-// a plain TCP listener without SO_REUSEPORT, so no other socket can share its port.
-func ListenInside(address string) (*os.File, error) {
-	addrPort, err := netip.ParseAddrPort(address)
-	if err != nil || !addrPort.Addr().Is4() {
-		return nil, fmt.Errorf("%q is not an IPv4 address and port", address)
-	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
-	if err != nil {
-		return nil, os.NewSyscallError("socket", err)
-	}
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: int(addrPort.Port()), Addr: addrPort.Addr().As4()}); err != nil {
-		unix.Close(fd)
-		return nil, os.NewSyscallError("bind", err)
-	}
-	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
-		unix.Close(fd)
-		return nil, os.NewSyscallError("listen", err)
-	}
-	return os.NewFile(uintptr(fd), "proxy listener"), nil
-}
-
-// HandOver is the bridge's half, inside the sandbox, before the command: it sends
-// listener (from ListenInside) and the resolver's unbound UDP sockets to the proxy behind
-// socket, and returns once the proxy has taken them. It closes listener and every socket
-// it made, whatever happens; an error means the proxy serves nothing of this sandbox and
-// the command must not start.
-func HandOver(socket string, listener *os.File) error {
-	defer listener.Close()
-	fds := []int{int(listener.Fd())}
-	udp := resolverSockets()
-	defer func() {
-		for _, fd := range udp {
-			unix.Close(fd)
-		}
-	}()
-	fds = append(fds, udp...)
-	conn, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return os.NewSyscallError("socket", err)
-	}
-	defer unix.Close(conn)
-	timeout := unix.NsecToTimeval(handOverWait.Nanoseconds())
-	unix.SetsockoptTimeval(conn, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &timeout)
-	unix.SetsockoptTimeval(conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &timeout)
-	if err := unix.Connect(conn, &unix.SockaddrUnix{Name: socket}); err != nil {
-		return fmt.Errorf("connect %s: %w", socket, err)
-	}
-	if err := unix.Sendmsg(conn, []byte(handOverGreeting), unix.UnixRights(fds...), nil, 0); err != nil {
-		return fmt.Errorf("sendmsg %s: %w", socket, err)
-	}
-	answer, err := readLine(conn)
-	if err != nil {
-		return fmt.Errorf("the proxy's answer: %w", err)
-	}
-	if answer != handOverOK {
-		return fmt.Errorf("the proxy %s", answer)
-	}
-	return nil
-}
-
-// resolverSockets are unbound UDP sockets, one per resolver address the kernel can make
-// (no IPv6 here: the IPv4 one alone). Binding port 53 is the proxy's part (resolver.go).
-func resolverSockets() []int {
-	var fds []int
-	for _, address := range resolverAddresses {
-		domain := unix.AF_INET
-		if _, ok := address.(*unix.SockaddrInet6); ok {
-			domain = unix.AF_INET6
-		}
-		if fd, err := unix.Socket(domain, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP); err == nil {
-			fds = append(fds, fd)
-		}
-	}
-	return fds
-}
-
-// readLine reads the proxy's one-line answer (at most 512 bytes).
-func readLine(fd int) (string, error) {
-	var line []byte
-	buffer := make([]byte, 512)
-	for len(line) < len(buffer) {
-		n, err := unix.Read(fd, buffer[:len(buffer)-len(line)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		if n == 0 {
-			return "", errors.New("the proxy closed the connection without answering")
-		}
-		line = append(line, buffer[:n]...)
-		if i := strings.IndexByte(string(line), '\n'); i >= 0 {
-			return string(line[:i]), nil
-		}
-	}
-	return "", errors.New("the proxy's answer is too long")
-}
 
 // ServeHandOver is the proxy's half: it accepts on listener (the run's unix socket) until
 // one connection hands over a listener it can serve, serves it (Serve) and the resolver's
@@ -178,8 +57,8 @@ func (p *Proxy) HandedOver() bool {
 
 // takeHandOver reads one hand-over from conn, checks and serves it, and answers.
 func (p *Proxy) takeHandOver(conn *net.UnixConn) bool {
-	conn.SetDeadline(time.Now().Add(handOverWait))
-	greeting, fds, err := receiveFDs(conn, len(handOverGreeting), maxHandOver)
+	conn.SetDeadline(time.Now().Add(bridge.Wait))
+	greeting, fds, err := receiveFDs(conn, len(bridge.Greeting), bridge.MaxHandOver)
 	if err != nil {
 		if len(fds) > 0 || greeting != "" {
 			fmt.Fprintf(conn, "refused: %v\n", err)
@@ -190,7 +69,7 @@ func (p *Proxy) takeHandOver(conn *net.UnixConn) bool {
 		fmt.Fprintf(conn, "refused: %v\n", err)
 		return false
 	}
-	fmt.Fprintln(conn, handOverOK)
+	fmt.Fprintln(conn, bridge.OK)
 	return true
 }
 
@@ -203,7 +82,7 @@ func (p *Proxy) serveHandOver(greeting string, fds []int) error {
 			unix.Close(fd)
 		}
 	}
-	if greeting != handOverGreeting {
+	if greeting != bridge.Greeting {
 		closeAll()
 		return fmt.Errorf("not a hand-over (%q)", greeting)
 	}

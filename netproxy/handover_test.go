@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
+	"github.com/bwrapkit/bwrapkit/netproxy/bridge"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,7 +65,7 @@ func handOverHelper(mode, socket, target string) (report helperReport) {
 		report.HandOver = "making the listener: " + err.Error()
 		return report
 	}
-	if err := HandOver(socket, listener); err != nil {
+	if err := bridge.HandOver(socket, listener); err != nil {
 		report.HandOver = err.Error()
 		return report
 	}
@@ -91,9 +92,9 @@ func handOverHelper(mode, socket, target string) (report helperReport) {
 	began := time.Now()
 	_, err = resolver.LookupHost(ctx, "inside.example.org")
 	report.Lookup, report.LookupMillis = errString(err), time.Since(began).Milliseconds()
-	second, err := ListenInside("127.0.0.1:3129")
+	second, err := bridge.ListenInside("127.0.0.1:3129")
 	if err == nil {
-		err = HandOver(socket, second)
+		err = bridge.HandOver(socket, second)
 	}
 	report.Again = errString(err)
 	return report
@@ -110,7 +111,7 @@ func errString(err error) string {
 // (ListenInside), or one that must be refused.
 func helperListener(mode string) (*os.File, error) {
 	if mode == "bridge" {
-		return ListenInside(insideListen)
+		return bridge.ListenInside(insideListen)
 	}
 	socketType := unix.SOCK_STREAM
 	if mode == "udp" {
@@ -261,11 +262,11 @@ func TestHandOverRefusesTheHostsOwnSockets(t *testing.T) {
 	proxy := &Proxy{Resolver: true}
 	go proxy.ServeHandOver(listener)
 	t.Cleanup(func() { listener.Close(); proxy.Close() })
-	inside, err := ListenInside("127.0.0.1:0")
+	inside, err := bridge.ListenInside("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = HandOver(socket, inside)
+	err = bridge.HandOver(socket, inside)
 	if err == nil || !strings.Contains(err.Error(), "host's own network namespace") {
 		t.Errorf("the hand-over of this host's own sockets: %v, want refused", err)
 	}

@@ -3,6 +3,7 @@ package netproxy
 import (
 	"errors"
 	"fmt"
+	"github.com/bwrapkit/bwrapkit/netproxy/bridge"
 	"net"
 	"os"
 
@@ -19,12 +20,6 @@ import (
 // socket it makes is) and hands them over with its listener (handover.go); the proxy
 // binds them to port 53 and answers on them. Nothing runs with a capability inside, and
 // nothing is executed outside.
-
-// resolverAddresses are where glibc, musl and Go ask without a resolv.conf.
-var resolverAddresses = []unix.Sockaddr{
-	&unix.SockaddrInet4{Port: 53, Addr: [4]byte{127, 0, 0, 1}},
-	&unix.SockaddrInet6{Port: 53, Addr: [16]byte{15: 1}},
-}
 
 // serveResolver binds each socket to its address and answers on it; a socket that is
 // not a fresh UDP socket of another network namespace than this one is closed unbound.
@@ -48,7 +43,7 @@ func (p *Proxy) serveResolver(fds []int) {
 	}
 }
 
-// bindResolver checks one handed-over socket and binds it to resolverAddresses[i]. It
+// bindResolver checks one handed-over socket and binds it to bridge.ResolverAddresses[i]. It
 // owns fd: closed on failure, else owned by the returned conn.
 func bindResolver(fd, i int) (conn net.PacketConn, err error) {
 	file := os.NewFile(uintptr(fd), "resolver")
@@ -56,10 +51,10 @@ func bindResolver(fd, i int) (conn net.PacketConn, err error) {
 	if err := checkResolverSocket(fd); err != nil {
 		return nil, err
 	}
-	if i >= len(resolverAddresses) {
+	if i >= len(bridge.ResolverAddresses) {
 		return nil, errors.New("more sockets than resolver addresses")
 	}
-	if err := unix.Bind(fd, resolverAddresses[i]); err != nil {
+	if err := unix.Bind(fd, bridge.ResolverAddresses[i]); err != nil {
 		return nil, err
 	}
 	return net.FilePacketConn(file)

@@ -1,6 +1,10 @@
 package sandbox
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/bwrapkit/bwrapkit/netproxy/bridge"
+)
 
 // NetProxy routes a sandbox's network through bwrapkit's allowlist proxy (package
 // netproxy), which runs outside; the zero value is none. It is attached to a run
@@ -8,15 +12,16 @@ import "strings"
 // run. The sandbox keeps its own empty network namespace; the proxy's unix socket and
 // the bridge program are bound in read-only, and the command is started by the bridge,
 // which makes a listener on the namespace's loopback (ProxyListen), hands it to the proxy
-// over the socket (netproxy.HandOver) and execs the command in its own place: the proxy
+// over the socket (package netproxy/bridge) and execs the command in its own place: the proxy
 // accepts on that listener from outside. The socket takes that one hand-over and is then
 // closed, so the listener is the only way out: the namespace has no route, so a tool
 // that ignores the proxy variables fails at once (no route, no resolver) instead of
 // reaching anything.
 type NetProxy struct {
 	Socket string // the proxy's socket on the host
-	// Bridge is the bridge program on the host: bwrapkit's own binary. Empty: the
-	// command is its own bridge (the doctor's probe), so only the socket is bound.
+	// Bridge is the bridge program on the host: bwrapkit-helper beside bwrapkit, or
+	// bwrapkit's own binary. Empty: the command is its own bridge (the doctor's probe), so
+	// only the socket is bound.
 	Bridge string
 	// Refuse: the allowlist is empty, every host is refused. Tools are told not to retry
 	// (npm and pip would otherwise retry a refusal for seconds to minutes).
@@ -30,8 +35,8 @@ const (
 	// ProxyListen is the proxy's address on the sandbox's own loopback: the listener the
 	// bridge makes and hands over.
 	ProxyListen = "127.0.0.1:3128"
-	// BridgeCommand is the bridge's subcommand of bwrapkit.
-	BridgeCommand = "net-bridge"
+	// BridgeCommand is the bridge's subcommand (of bwrapkit and of bwrapkit-helper).
+	BridgeCommand = bridge.Command
 )
 
 // binds are the proxy's two read-only binds (none without a proxy). A socket on a

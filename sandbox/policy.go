@@ -142,9 +142,12 @@ type Request struct {
 	Preview bool `json:"-"`
 	// WorkdirMode is transactional or direct; empty is the default (see WorkdirMode).
 	WorkdirMode string `json:"workdir_mode,omitempty"`
-	// Self is bwrapkit's own binary and PolicyFile the policy file in use: trusted state
-	// outside the workdir; inside it (a checkout's ./bwrapkit), guarded instead.
+	// Self is bwrapkit's own binary, Helper the program its runs start as their keeper
+	// and bridge (bwrapkit-helper beside it; empty: Self), and PolicyFile the policy file
+	// in use: trusted state outside the workdir; inside it (a checkout's ./bwrapkit),
+	// guarded instead.
 	Self       string `json:"-"`
+	Helper     string `json:"-"`
 	PolicyFile string `json:"-"`
 	// KeepAbandoned: see Policy.KeepAbandoned.
 	KeepAbandoned bool `json:"-"`
@@ -176,16 +179,17 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 	// bwrapkit's binary and the policy file in use are trusted state: in a checkout run
 	// transactionally, guarded inside the workdir instead (no change to them lands).
 	trusted, guarded, selfInside := slices.Clone(request.Trusted), []string(nil), ""
-	for _, path := range []string{request.Self, request.PolicyFile} {
+	for _, path := range []string{request.Self, request.Helper, request.PolicyFile} {
 		if path == "" {
 			continue
 		}
+		program := path == request.Self || path == request.Helper
 		if real := resolveExisting(absolute(path)); mode != WorkdirDirect && within(workdir, real) && real != workdir {
 			guarded = append(guarded, real)
 			if path == request.Self {
 				selfInside = real
 			}
-		} else if path == request.Self {
+		} else if program {
 			trusted = append(trusted, path)
 		}
 	}

@@ -128,6 +128,7 @@ func (file PolicyFile) Merge(request Request) Request {
 	merged.Network = merged.Network || request.Network
 	merged.KeepAbandoned = request.KeepAbandoned
 	merged.Self = request.Self
+	merged.Helper = request.Helper
 	for _, field := range []struct {
 		into *string
 		from string

@@ -26,6 +26,10 @@ case "$(uname -m)" in
   *) log "no release binary for $(uname -m) to run; sums checked only"; exit 0 ;;
 esac
 bin="$out/bwrapkit-linux-$arch"
+# The helper refuses direct use with its one line (status 2): it is there and runs here.
+helper_status=0
+"$out/bwrapkit-helper-linux-$arch" 2>/dev/null || helper_status=$?
+[ "$helper_status" = 2 ] || die "$out/bwrapkit-helper-linux-$arch did not run as the helper (status $helper_status)"
 version="$("$bin" version --json)"
 printf '%s\n' "$version" | grep -q '"matches_pin": true' || die "$bin names no matching embedded pin: $version"
 

@@ -13,6 +13,7 @@ import (
 	"github.com/bwrapkit/bwrapkit/doctor"
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	_ "github.com/bwrapkit/bwrapkit/internal/earlysignal" // first: see its doc
+	"github.com/bwrapkit/bwrapkit/netproxy/bridge"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 	"github.com/bwrapkit/bwrapkit/sandbox/lifetime"
 )
@@ -34,7 +35,7 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == sandbox.BridgeCommand {
 		// The network bridge inside the sandbox (see netproxy): straight to it, too.
-		os.Exit(netBridgeMain(os.Args[2:], os.Stderr))
+		os.Exit(bridge.Main(os.Args[2:], os.Stderr))
 	}
 	// The run's keeper (see sandbox/lifetime): bwrapkit re-executed, before anything else.
 	lifetime.KeeperMain()

@@ -11,18 +11,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bwrapkit/bwrapkit/netproxy/bridge"
 	"github.com/bwrapkit/bwrapkit/sandbox"
 	"github.com/bwrapkit/bwrapkit/sandbox/lifetime"
 )
 
 // builtBinary is bwrapkit built once for the end-to-end tests, which run it as users
-// do: a separate process with its own environment and exit status.
-var builtBinary string
+// do: a separate process with its own environment and exit status. builtHelper is
+// bwrapkit-helper beside it, as make build and the release put it, so the tests' runs
+// start it as their keeper and bridge (in-process runs have this test binary instead).
+var builtBinary, builtHelper string
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.BridgeCommand {
 		// In-process runs (runRun called by a test) have this binary as their bridge.
-		os.Exit(netBridgeMain(os.Args[2:], os.Stderr))
+		os.Exit(bridge.Main(os.Args[2:], os.Stderr))
 	}
 	lifetime.KeeperMain() // and their keeper
 	dir, err := os.MkdirTemp("", "bwrapkit-e2e-")
@@ -40,14 +43,17 @@ func TestMain(m *testing.M) {
 	if builtBinary == "" {
 		// `make test-unprivileged` passes a prebuilt binary: nobody has no Go toolchain.
 		builtBinary = filepath.Join(dir, "bwrapkit")
-		build := exec.Command("go", "build", "-o", builtBinary, ".")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building bwrapkit: %v\n%s", err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
+		for target, pkg := range map[string]string{builtBinary: ".", filepath.Join(dir, helperName): "../bwrapkit-helper"} {
+			build := exec.Command("go", "build", "-o", target, pkg)
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := build.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+				os.RemoveAll(dir)
+				os.Exit(1)
+			}
 		}
 	}
+	builtHelper = filepath.Join(filepath.Dir(builtBinary), helperName)
 	// Tests must not write into the user's real cache.
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")) // before the process's prober is first made
 	code := m.Run()

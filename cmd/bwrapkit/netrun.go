@@ -1,10 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/bwrapkit/bwrapkit/netproxy"
@@ -33,14 +33,11 @@ type runProxy struct {
 }
 
 // startProxy starts the proxy for a run without --net, and says how to attach it. The
-// bridge inside is bwrapkit's own binary (already checked to be out of the sandbox's reach).
-func startProxy(allow netproxy.Allowlist, getenv func(string) string) (*runProxy, sandbox.NetProxy, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, sandbox.NetProxy{}, fmt.Errorf("the network proxy needs bwrapkit's own path: %w", err)
-	}
-	if real, err := filepath.EvalSymlinks(self); err == nil {
-		self = real
+// bridge inside is bridge, bwrapkit's helper or its own binary (see ownPrograms), already
+// checked to be out of the sandbox's reach.
+func startProxy(allow netproxy.Allowlist, bridge string, getenv func(string) string) (*runProxy, sandbox.NetProxy, error) {
+	if bridge == "" {
+		return nil, sandbox.NetProxy{}, errors.New("the network proxy needs bwrapkit's own path (os.Executable found none)")
 	}
 	listener, dir, err := netproxy.Listen(getenv)
 	if err != nil {
@@ -54,7 +51,7 @@ func startProxy(allow netproxy.Allowlist, getenv func(string) string) (*runProxy
 			os.RemoveAll(dir)
 		}
 	}()
-	attached := sandbox.NetProxy{Socket: listener.Addr().String(), Bridge: self, Refuse: len(allow) == 0}
+	attached := sandbox.NetProxy{Socket: listener.Addr().String(), Bridge: bridge, Refuse: len(allow) == 0}
 	return &runProxy{proxy: proxy, dir: dir, listener: listener}, attached, nil
 }
 

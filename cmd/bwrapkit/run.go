@@ -214,8 +214,11 @@ func resolvePolicy(opts *runOptions) (sandbox.Policy, error) {
 	// otherwise let the command replace the ./bwrapkit the next run executes.
 	// (Transactionally, a ./bwrapkit inside the workdir is guarded instead: no change to
 	// it lands.)
-	if self, err := os.Executable(); err == nil {
-		request.Self = self
+	if programs, err := findPrograms(); err == nil {
+		request.Self = programs.self
+		if programs.helper != programs.self {
+			request.Helper = programs.helper
+		}
 	}
 	policy, err := sandbox.NewPolicy(request, opts.Environ())
 	var policyErr *sandbox.PolicyError
@@ -376,12 +379,12 @@ func runRun(ctx context.Context, opts *runOptions) error {
 			fmt.Fprintf(opts.Err, "bwrapkit: warning: %s\n", fallbackWarning(choice.Fallback))
 		}
 	}
-	// bwrapkit is its own keeper: the binary that runs now, re-executed.
-	keeper, err := os.Executable()
+	// The keeper: bwrapkit-helper beside bwrapkit, or bwrapkit itself re-executed.
+	programs, err := findPrograms()
 	if err != nil {
 		fmt.Fprintf(opts.Err, "bwrapkit: no keeper for this run (%v): a SIGKILL of bwrapkit could leave the sandbox running\n", err)
-		keeper = ""
 	}
+	keeper := programs.helper
 	held, err := holdHome(opts, policy)
 	if err != nil {
 		facts.err = err
@@ -399,7 +402,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	var proxy *runProxy
 	var netProxy sandbox.NetProxy
 	if !policy.Network {
-		if proxy, netProxy, err = startProxy(allow, opts.Getenv); err != nil {
+		if proxy, netProxy, err = startProxy(allow, programs.helper, opts.Getenv); err != nil {
 			facts.err = &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Err: err}
 			writeReport(opts, report, facts)
 			return facts.err

@@ -262,8 +262,9 @@ func TestLiveKilledRunLandsNothing(t *testing.T) {
 	}
 }
 
-// TestLiveCheckoutBinaryIsGuarded: `./bwrapkit run` in a checkout that holds bwrapkit
-// works transactionally, and a command's rewrite of ./bwrapkit never lands.
+// TestLiveCheckoutBinaryIsGuarded: `./bwrapkit run` in a checkout that holds bwrapkit and
+// bwrapkit-helper (as make build leaves them) works transactionally, and a command's
+// rewrite of either never lands: the next run would execute them on the host.
 func TestLiveCheckoutBinaryIsGuarded(t *testing.T) {
 	for _, bwrap := range livetest.Bwraps(t) {
 		if !hasOverlay(bwrap.Path) {
@@ -279,16 +280,28 @@ func TestLiveCheckoutBinaryIsGuarded(t *testing.T) {
 				if err := livetest.WriteProgram(self, data, 0o755); err != nil {
 					t.Fatal(err)
 				}
+				helper := filepath.Join(project, helperName)
+				helperData, err := os.ReadFile(builtHelper)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := livetest.WriteProgram(helper, helperData, 0o755); err != nil {
+					t.Fatal(err)
+				}
 				os.Chown(self, uidOf(prefix), uidOf(prefix))
-				argv := append(append([]string{}, prefix...), "env", "-i", "HOME="+home, newcomerPATH, self, "run", "--workdir", project, "--bwrap", bwrap.Path, "--", "sh", "-c", "echo evil > bwrapkit; echo ok > fine")
+				os.Chown(helper, uidOf(prefix), uidOf(prefix))
+				argv := append(append([]string{}, prefix...), "env", "-i", "HOME="+home, newcomerPATH, self, "run", "--workdir", project, "--bwrap", bwrap.Path, "--", "sh", "-c", "echo evil > bwrapkit; echo evil > bwrapkit-helper; echo ok > fine")
 				cmd := exec.Command(argv[0], argv[1:]...)
 				cmd.Dir = project
 				out, err := cmd.CombinedOutput()
-				if err != nil || !strings.Contains(string(out), "refused bwrapkit: protected") {
+				if err != nil || !strings.Contains(string(out), "refused bwrapkit: protected") || !strings.Contains(string(out), "refused bwrapkit-helper: protected") {
 					t.Errorf("./bwrapkit run: %v\n%s", err, out)
 				}
 				if got, _ := os.ReadFile(self); !bytes.Equal(got, data) {
 					t.Error("the command's rewrite of ./bwrapkit landed")
+				}
+				if got, _ := os.ReadFile(helper); !bytes.Equal(got, helperData) {
+					t.Error("the command's rewrite of ./bwrapkit-helper landed")
 				}
 				if _, err := os.Stat(filepath.Join(project, "fine")); err != nil {
 					t.Errorf("the run's other change did not land: %v", err)

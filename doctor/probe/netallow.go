@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/bwrapkit/bwrapkit/netproxy"
+	"github.com/bwrapkit/bwrapkit/netproxy/bridge"
 )
 
 // NetAllowObservation is what a tool inside saw of the allowlist proxy: one request to
@@ -32,7 +32,7 @@ type HTTPResult struct {
 // observeNetAllow: args SOCKET LISTEN ALLOWED_URL DENIED_URL [OP:PATH...]. The file
 // operations (as probe "fs" does them) come first; then the probe is its own bridge, as
 // run's is: it makes the listener on the sandbox's loopback (LISTEN), hands it to the
-// proxy outside (netproxy.HandOver), and asks through it as a client would.
+// proxy outside (bridge.HandOver), and asks through it as a client would.
 func observeNetAllow(args []string) NetAllowObservation {
 	if len(args) < 4 {
 		return NetAllowObservation{Error: "usage: net-allow SOCKET LISTEN ALLOWED_URL DENIED_URL [OP:PATH...]"}
@@ -48,11 +48,11 @@ func observeNetAllow(args []string) NetAllowObservation {
 }
 
 func observeURLs(args []string) NetAllowObservation {
-	listener, err := netproxy.ListenInside(args[1])
+	listener, err := bridge.ListenInside(args[1])
 	if err != nil {
 		return NetAllowObservation{Error: err.Error()}
 	}
-	if err := netproxy.HandOver(args[0], listener); err != nil {
+	if err := bridge.HandOver(args[0], listener); err != nil {
 		return NetAllowObservation{Error: "the hand-over to the proxy: " + err.Error()}
 	}
 	proxy := &url.URL{Scheme: "http", Host: args[1]}

@@ -1,4 +1,4 @@
-package main
+package bridge
 
 import (
 	"errors"
@@ -9,38 +9,43 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
-
-	"github.com/bwrapkit/bwrapkit/netproxy"
-	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
-// netBridgeMain is the program run puts before the command inside a sandbox with the
-// proxy (`bwrapkit net-bridge --socket PATH --listen ADDR -- CMD [ARG...]`, the argv
-// sandbox.NetProxy builds): bwrapkit's own binary, bound read-only, so nothing the
-// sandbox may lack (a shell, socat, an interpreter) is assumed. It makes the listener
+// Command is the bridge's subcommand, of bwrapkit and of bwrapkit-helper alike.
+const Command = "net-bridge"
+
+// The bridge's own exit statuses where it fails before the command: bwrapkit's usage and
+// unavailable statuses (2 and 125), so a run reports them as bwrapkit's own.
+const (
+	exitUsage       = 2
+	exitUnavailable = 125
+)
+
+// Main is the program run puts before the command inside a sandbox with the proxy
+// (`bwrapkit-helper net-bridge --socket PATH --listen ADDR -- CMD [ARG...]`, the argv
+// sandbox.NetProxy builds; bwrapkit itself where no helper is installed beside it), bound
+// read-only, so nothing the sandbox may lack (a shell, socat, an interpreter) is assumed. It makes the listener
 // the proxy variables point at on the sandbox's loopback, hands it and the resolver's
-// sockets to the proxy outside (netproxy.HandOver), which serves them itself from then
-// on, and then execs the command in its own place: the command is what bwrap runs, its
+// sockets to the proxy outside (HandOver), which serves them itself from then on, and then execs the command in its own place: the command is what bwrap runs, its
 // exit status and signals its own, with no process of bwrapkit's left inside and no relay
-// in the path of its connections. If the hand-over fails the command never starts. main
-// calls it before any command tree is built, as the doctor's probe: it starts on every
-// run without --net.
-func netBridgeMain(args []string, stderr io.Writer) int {
-	socket, listen, command, err := parseBridgeArgs(args)
+// in the path of its connections. If the hand-over fails the command never starts. A main
+// calls it before anything else: it starts on every run without --net.
+func Main(args []string, stderr io.Writer) int {
+	socket, listen, command, err := parseArgs(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "bwrapkit %s: %v\n", sandbox.BridgeCommand, err)
+		fmt.Fprintf(stderr, "bwrapkit %s: %v\n", Command, err)
 		return exitUsage
 	}
-	listener, err := netproxy.ListenInside(listen)
+	listener, err := ListenInside(listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "bwrapkit: the network bridge cannot listen on %s: %v\n", listen, err)
 		return exitUnavailable
 	}
-	if err := netproxy.HandOver(socket, listener); err != nil {
+	if err := HandOver(socket, listener); err != nil {
 		fmt.Fprintf(stderr, "bwrapkit: the network bridge could not hand the sandbox's proxy sockets to bwrapkit's proxy outside (%v); the command was not started\n", err)
 		return exitUnavailable
 	}
-	return bridgeExecFailure(command[0], execCommand(command), stderr)
+	return execFailure(command[0], execCommand(command), stderr)
 }
 
 // execCommand replaces the bridge with the command, found as os/exec finds it (PATH for a
@@ -58,19 +63,19 @@ func execCommand(command []string) error {
 	return &fs.PathError{Op: "exec", Path: path, Err: syscall.Exec(path, command, os.Environ())}
 }
 
-// parseBridgeArgs reads exactly the layout sandbox.NetProxy writes.
-func parseBridgeArgs(args []string) (socket, listen string, command []string, err error) {
+// parseArgs reads exactly the layout sandbox.NetProxy writes.
+func parseArgs(args []string) (socket, listen string, command []string, err error) {
 	if len(args) < 6 || args[0] != "--socket" || args[2] != "--listen" || args[4] != "--" {
 		return "", "", nil, errors.New("usage: --socket PATH --listen ADDR -- CMD [ARG...] (run adds it; not for direct use)")
 	}
 	return args[1], args[3], args[5:], nil
 }
 
-// bridgeExecFailure is the status of a command the bridge could not start, as bwrap's
+// execFailure is the status of a command the bridge could not start, as bwrap's
 // own execvp would give: 127 when there is nothing at the name (run explains it from
 // the host's view, with the --path or --ro that fixes it), else 126, said here since
 // only the inside view knows why (no execute permission, a missing interpreter).
-func bridgeExecFailure(name string, err error, stderr io.Writer) int {
+func execFailure(name string, err error, stderr io.Writer) int {
 	var execErr *exec.Error
 	missing := errors.As(err, &execErr) && errors.Is(execErr.Err, exec.ErrNotFound)
 	if !missing && errors.Is(err, fs.ErrNotExist) {

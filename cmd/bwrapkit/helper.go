@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// helperName is the lean binary a run starts as its keeper and its network bridge
+// (cmd/bwrapkit-helper), looked for beside bwrapkit's own binary.
+const helperName = "bwrapkit-helper"
+
+// ownPrograms are the programs of bwrapkit's own a run uses: self, bwrapkit's binary as
+// the kernel names it (guarded or trusted by the policy), and helper, what the run starts
+// as its keeper and its bridge: bwrapkit-helper beside self where it is fit to run, else
+// self itself, re-executed (resolved: the bridge is bound into the sandbox by that path).
+type ownPrograms struct {
+	self, helper string
+}
+
+// findPrograms finds self and its helper. A helper that is there but unfit is passed over
+// for self, which can do all it does: the run is slower, not weaker.
+func findPrograms() (ownPrograms, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return ownPrograms{}, err
+	}
+	real, err := filepath.EvalSymlinks(self)
+	if err != nil {
+		return ownPrograms{}, err
+	}
+	programs := ownPrograms{self: self, helper: real}
+	candidate := filepath.Join(filepath.Dir(real), helperName)
+	var own, its unix.Stat_t
+	if unix.Stat(real, &own) == nil && unix.Lstat(candidate, &its) == nil && helperFits(own, its) == nil {
+		programs.helper = candidate
+	}
+	return programs, nil
+}
+
+// helperFits decides whether bwrapkit-helper may stand in for bwrapkit (own is bwrapkit's
+// binary): a regular file, not a link (which could lead anywhere), executable by its
+// owner, owned by root or by bwrapkit's own owner, and writable by nobody else. It runs
+// on the host as the run's keeper: whoever could replace it could run code there, so it
+// must be exactly as safe from others as bwrapkit itself.
+func helperFits(own, helper unix.Stat_t) error {
+	switch {
+	case helper.Mode&unix.S_IFMT != unix.S_IFREG:
+		return errors.New("not a regular file")
+	case helper.Mode&0o100 == 0:
+		return errors.New("not executable")
+	case helper.Uid != 0 && helper.Uid != own.Uid:
+		return fmt.Errorf("owned by uid %d, neither root nor bwrapkit's owner (uid %d)", helper.Uid, own.Uid)
+	case helper.Mode&0o022 != 0:
+		return fmt.Errorf("writable by its group or by others (mode %04o)", helper.Mode&0o7777)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+	"github.com/bwrapkit/bwrapkit/sandbox/lifetime"
+	"golang.org/x/sys/unix"
+)
+
+func TestHelperFits(t *testing.T) {
+	own := unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o755}
+	cases := []struct {
+		name   string
+		helper unix.Stat_t
+		fits   bool
+	}{
+		{"bwrapkit's owner, 0755", unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o755}, true},
+		{"root's, 0555", unix.Stat_t{Uid: 0, Mode: unix.S_IFREG | 0o555}, true},
+		{"owner-only 0700", unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o700}, true},
+		{"another user's", unix.Stat_t{Uid: 1001, Mode: unix.S_IFREG | 0o755}, false},
+		{"group-writable", unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o775}, false},
+		{"world-writable", unix.Stat_t{Uid: 0, Mode: unix.S_IFREG | 0o757}, false},
+		{"not executable", unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o644}, false},
+		{"a symlink", unix.Stat_t{Uid: 1000, Mode: unix.S_IFLNK | 0o777}, false},
+		{"a directory", unix.Stat_t{Uid: 1000, Mode: unix.S_IFDIR | 0o755}, false},
+	}
+	for _, c := range cases {
+		if err := helperFits(own, c.helper); (err == nil) != c.fits {
+			t.Errorf("%s: helperFits = %v, want fits=%v", c.name, err, c.fits)
+		}
+	}
+}
+
+// TestLiveHelperStandsIn: with bwrapkit-helper beside bwrapkit, a run's keeper (outside)
+// and its network bridge (bound inside) are the helper; a helper that is group-writable
+// or another user's is passed over for bwrapkit itself, and the run still works.
+func TestLiveHelperStandsIn(t *testing.T) {
+	livetest.Bwraps(t) // skips (or fails under BWRAPKIT_TEST_REQUIRE_LIVE) without a usable bwrap
+	self, err := os.ReadFile(builtBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper, err := os.ReadFile(builtHelper)
+	if err != nil {
+		t.Fatalf("%v (make build puts bwrapkit-helper beside bwrapkit)", err)
+	}
+	cases := []struct {
+		name       string
+		mode       os.FileMode
+		owner      int
+		usesItself bool
+	}{
+		{"fit", 0o755, 0, false},
+		{"group-writable", 0o775, 0, true},
+		{"another user's", 0o755, 4242, true},
+	}
+	asUsers(t, func(t *testing.T, prefix []string, project, home string) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				if c.owner != 0 && os.Geteuid() != 0 {
+					t.Skip("only root can give the helper to another user")
+				}
+				bin := filepath.Join(livetest.TempDir(t), "bin")
+				if err := os.Mkdir(bin, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(filepath.Dir(bin), 0o755)
+				ownBinary, helperBinary := filepath.Join(bin, "bwrapkit"), filepath.Join(bin, helperName)
+				if err := livetest.WriteProgram(ownBinary, self, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := livetest.WriteProgram(helperBinary, helper, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(helperBinary, c.mode); err != nil {
+					t.Fatal(err)
+				}
+				if c.owner != 0 {
+					if err := os.Chown(helperBinary, c.owner, c.owner); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want, wantSize := helperBinary, len(helper)
+				if c.usesItself {
+					want, wantSize = ownBinary, len(self)
+				}
+				argv := append(append([]string{}, prefix...), "env", "-i", "HOME="+home, newcomerPATH, ownBinary,
+					"run", "--workdir", project, "--", "sh", "-c", "wc -c < /run/bwrapkit/bwrapkit; sleep 1")
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.Dir = project
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				keeper := ""
+				for deadline := time.Now().Add(5 * time.Second); keeper == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					keeper = keeperOf(bin)
+				}
+				if err := cmd.Wait(); err != nil {
+					t.Fatalf("run: %v\n%s", err, stderr.String())
+				}
+				if keeper != want {
+					t.Errorf("the run's keeper was %q, want %q", keeper, want)
+				}
+				if got := strings.TrimSpace(stdout.String()); got != strconv.Itoa(wantSize) {
+					t.Errorf("the bridge bound inside has %s bytes, want %d (%s)", got, wantSize, want)
+				}
+			})
+		}
+	})
+}
+
+// keeperOf is the executable of a running keeper started from a binary in dir, if any.
+func keeperOf(dir string) string {
+	entries, _ := os.ReadDir("/proc")
+	for _, entry := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if len(args) < 2 || args[1] != lifetime.KeeperCommand || filepath.Dir(args[0]) != dir {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join("/proc", entry.Name(), "exe")); err == nil {
+			return exe
+		}
+	}
+	return ""
+}

@@ -130,6 +130,18 @@ into: if apart.dir != "" && real == apart.dir && false {
 test: ./sandbox TestNewPolicyRefuses
 what: --ro of the workdir or HOME is refused
 
+file: sandbox/policy.go
+line: for _, path := range []string{request.Self, request.Helper, request.PolicyFile} {
+into: for _, path := range []string{request.Self, request.PolicyFile} {
+test: ./cmd/bwrapkit TestLiveCheckoutBinaryIsGuarded
+what: a checkout's ./bwrapkit-helper (the next run's keeper) is guarded like ./bwrapkit
+
+file: cmd/bwrapkit/helper.go
+line: case helper.Mode&0o022 != 0:
+into: case false:
+test: ./cmd/bwrapkit TestHelperFits
+what: a bwrapkit-helper others can write is never a run's keeper or bridge
+
 file: sandbox/policyfile.go
 line: if key := repeatedKey(data); key != "" {
 into: if key := ""; key != "" {

@@ -163,9 +163,10 @@ func envInt(name string, fallback int) int {
 	return fallback
 }
 
-// TestLiveKeptRunSaysSo: a run with a keeper says so, one without says it is unkept, and
-// a keeper that cannot start refuses the run before bwrap (never an unkept run that was
-// asked to be kept).
+// TestLiveKeptRunSaysSo: a run with a keeper says so, one without says it is unkept, a
+// keeper that cannot start refuses the run before bwrap, and one that starts but never
+// says it holds the sandbox (it died early, or is a keeper of another build) refuses it
+// before the command: never an unkept run that was asked to be kept.
 func TestLiveKeptRunSaysSo(t *testing.T) {
 	forEachBwrap(t, func(t *testing.T, bwrap string) {
 		policy, err := NewPolicy(Request{Workdir: livetest.TempDir(t)}, nil)
@@ -189,6 +190,17 @@ func TestLiveKeptRunSaysSo(t *testing.T) {
 		}
 		if _, err := os.Stat(marker); err == nil {
 			t.Error("the command ran although its keeper could not start")
+		}
+		silent := filepath.Join(livetest.TempDir(t), "silent-keeper")
+		if err := livetest.WriteProgram(silent, []byte("#!/bin/sh\nsleep 0.3\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(context.Background(), policy, []string{"/bin/touch", marker}, Options{Bwrap: bwrap, Keeper: silent})
+		if !errors.As(err, &unavailable) || unavailable.Reason != ReasonHardening || !strings.Contains(err.Error(), "keeper") {
+			t.Errorf("a keeper that never confirms: %v, want a hardening refusal naming the keeper", err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Error("the command ran although its keeper never said it holds the sandbox")
 		}
 	})
 }

@@ -414,7 +414,7 @@ wait:
 					continue
 				}
 			}
-			gated = gate(gateCtx, pid, plan, filter)
+			gated = gate(gateCtx, pid, plan, filter, keeperHolds(keeper))
 		case err := <-gated:
 			gated = nil
 			if err != nil {
@@ -517,7 +517,7 @@ wait:
 
 // gate waits for the sandbox's setup to finish, verifies it, and only then releases the
 // seccomp filter that bwrap is waiting for (see gate.go). The answer arrives once.
-func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter) <-chan error {
+func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter, kept func() error) <-chan error {
 	answer := make(chan error, 1)
 	go func() {
 		// The bounds go on bwrap's child before it forks the command (it waits for the
@@ -538,6 +538,10 @@ func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter) <-
 			err = verifyMounts(root, plan.expected)
 			root.Close()
 		}
+		if err == nil && kept != nil {
+			// Last before the command may exist: the keeper holds pid 1 (see keeperHolds).
+			err = kept()
+		}
 		if err == nil {
 			err = filter.release(plan.program)
 		}
@@ -547,6 +551,27 @@ func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter) <-
 		answer <- err
 	}()
 	return answer
+}
+
+// keeperConfirmBound bounds waiting for the keeper's word that it holds the sandbox. It
+// started before bwrap, so it has long been ready by the time the gate passes; the bound
+// is for a host so loaded that a process start takes seconds.
+const keeperConfirmBound = 10 * time.Second
+
+// keeperHolds is the gate's last condition when the run has a keeper: the keeper has said
+// it holds the sandbox's pid 1. Without it, a keeper that died early or does not speak
+// this protocol would leave the command running unkept without a word; with it, the
+// command never starts then (refused, reason hardening). nil: no keeper, nothing to wait.
+func keeperHolds(keeper *lifetime.Keeper) func() error {
+	if keeper == nil {
+		return nil
+	}
+	return func() error {
+		if err := keeper.Confirm(keeperConfirmBound); err != nil {
+			return &UnavailableError{Reason: ReasonHardening, Err: err}
+		}
+		return nil
+	}
 }
 
 // heldFilter is the write end of the filter pipe: written once when the gate passes, and

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,8 +23,15 @@ import (
 // KeeperMain), and names its own executable in sandbox.Options.Keeper.
 const KeeperCommand = "__bwrapkit-keeper"
 
-// lifelineFD is where the keeper reads bwrapkit's messages: the first of ExtraFiles.
-const lifelineFD = 3
+// lifelineFD is where the keeper reads bwrapkit's messages (the first of ExtraFiles), and
+// confirmFD where it answers each "init" (the second).
+const (
+	lifelineFD = 3
+	confirmFD  = 4
+)
+
+// confirmed is the keeper's answer once it holds the sandbox's pid 1.
+const confirmed = "held\n"
 
 // endBound is how long the keeper goes on finding and killing the run's processes, and
 // quietBound how long it looks on after a look found nothing.
@@ -39,6 +47,7 @@ const (
 // closes by itself when bwrapkit dies, however it dies.
 type Keeper struct {
 	lifeline *os.File
+	confirm  *os.File // the keeper's answers (Confirm)
 	process  *os.Process
 	token    string
 }
@@ -57,15 +66,43 @@ func Start(executable string) (*Keeper, error) {
 		return nil, err
 	}
 	defer read.Close()
+	answers, answer, err := os.Pipe()
+	if err != nil {
+		write.Close()
+		return nil, err
+	}
+	defer answer.Close()
 	cmd := exec.Command(executable, KeeperCommand, token)
-	cmd.ExtraFiles = []*os.File{read}
+	cmd.ExtraFiles = []*os.File{read, answer}
 	cmd.Env = []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		write.Close()
+		answers.Close()
 		return nil, fmt.Errorf("starting the run's keeper (%s): %w", executable, err)
 	}
-	return &Keeper{lifeline: write, process: cmd.Process, token: token}, nil
+	return &Keeper{lifeline: write, confirm: answers, process: cmd.Process, token: token}, nil
+}
+
+// Confirm waits until the keeper says it holds the sandbox's pid 1 (after Watch("init")),
+// for at most bound. The command may start only then: a keeper that died early (killed,
+// out of memory) or does not speak this protocol (a bwrapkit-helper of another release)
+// would otherwise leave the run unkept without a word.
+func (k *Keeper) Confirm(bound time.Duration) error {
+	if err := k.confirm.SetReadDeadline(time.Now().Add(bound)); err != nil {
+		return err
+	}
+	answer := make([]byte, len(confirmed))
+	if _, err := io.ReadFull(k.confirm, answer); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("the run's keeper did not confirm within %v that it holds the sandbox", bound)
+		}
+		return fmt.Errorf("the run's keeper did not confirm that it holds the sandbox (%v): it exited, or is not a keeper of this bwrapkit's build", err)
+	}
+	if string(answer) != confirmed {
+		return fmt.Errorf("the run's keeper answered %q, not %q", answer, confirmed)
+	}
+	return nil
 }
 
 // Env is the variable that marks the run's processes for the keeper: bwrap's environment.
@@ -104,6 +141,7 @@ func (k *Keeper) Release() {
 	_, _ = k.lifeline.Write([]byte("done\n"))
 	k.lifeline.Close()
 	k.lifeline = nil
+	k.confirm.Close()
 	_, _ = k.process.Wait()
 }
 
@@ -118,10 +156,15 @@ func Main(args []string) int {
 	// Only bwrapkit's going (the lifeline's end) or its "done" ends the keeper.
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
 	lifeline := os.NewFile(lifelineFD, "lifeline")
+	answers := os.NewFile(confirmFD, "confirmations")
 	held := map[string]int{} // pidfds of what bwrapkit named, opened as soon as named
 	state := follow(lifeline, func(msg message) {
 		if fd, err := unix.PidfdOpen(msg.pid, 0); err == nil {
 			held[msg.kind] = fd
+		}
+		if msg.kind == "init" {
+			// Held by pidfd where the kernel has them, else by the token (end finds it).
+			_, _ = answers.WriteString(confirmed)
 		}
 	})
 	if state.done {

@@ -33,21 +33,28 @@ func findPrograms() (ownPrograms, error) {
 		return ownPrograms{}, err
 	}
 	programs := ownPrograms{self: self, helper: real}
-	candidate := filepath.Join(filepath.Dir(real), helperName)
-	var own, its unix.Stat_t
-	if unix.Stat(real, &own) == nil && unix.Lstat(candidate, &its) == nil && helperFits(own, its) == nil {
+	dir := filepath.Dir(real)
+	candidate := filepath.Join(dir, helperName)
+	var own, parent, its unix.Stat_t
+	if unix.Stat(real, &own) == nil && unix.Stat(dir, &parent) == nil && unix.Lstat(candidate, &its) == nil && helperFits(own, parent, its) == nil {
 		programs.helper = candidate
 	}
 	return programs, nil
 }
 
 // helperFits decides whether bwrapkit-helper may stand in for bwrapkit (own is bwrapkit's
-// binary): a regular file, not a link (which could lead anywhere), executable by its
-// owner, owned by root or by bwrapkit's own owner, and writable by nobody else. It runs
+// binary, dir the directory both lie in): a regular file, not a link (which could lead
+// anywhere), executable by its owner, owned by root or by bwrapkit's own owner, and
+// writable by nobody else, in a directory nobody else can write either (in a shared one,
+// /tmp say, another user could put a hard link to some root-owned program there). It runs
 // on the host as the run's keeper: whoever could replace it could run code there, so it
 // must be exactly as safe from others as bwrapkit itself.
-func helperFits(own, helper unix.Stat_t) error {
+func helperFits(own, dir, helper unix.Stat_t) error {
 	switch {
+	case dir.Uid != 0 && dir.Uid != own.Uid:
+		return fmt.Errorf("its directory is owned by uid %d, neither root nor bwrapkit's owner (uid %d)", dir.Uid, own.Uid)
+	case dir.Mode&0o022 != 0:
+		return fmt.Errorf("its directory is writable by its group or by others (mode %04o)", dir.Mode&0o7777)
 	case helper.Mode&unix.S_IFMT != unix.S_IFREG:
 		return errors.New("not a regular file")
 	case helper.Mode&0o100 == 0:

@@ -17,31 +17,42 @@ import (
 
 func TestHelperFits(t *testing.T) {
 	own := unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o755}
+	dir := unix.Stat_t{Uid: 1000, Mode: unix.S_IFDIR | 0o755}
 	cases := []struct {
 		name   string
+		dir    *unix.Stat_t
 		helper unix.Stat_t
 		fits   bool
 	}{
-		{"bwrapkit's owner, 0755", unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o755}, true},
-		{"root's, 0555", unix.Stat_t{Uid: 0, Mode: unix.S_IFREG | 0o555}, true},
-		{"owner-only 0700", unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o700}, true},
-		{"another user's", unix.Stat_t{Uid: 1001, Mode: unix.S_IFREG | 0o755}, false},
-		{"group-writable", unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o775}, false},
-		{"world-writable", unix.Stat_t{Uid: 0, Mode: unix.S_IFREG | 0o757}, false},
-		{"not executable", unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o644}, false},
-		{"a symlink", unix.Stat_t{Uid: 1000, Mode: unix.S_IFLNK | 0o777}, false},
-		{"a directory", unix.Stat_t{Uid: 1000, Mode: unix.S_IFDIR | 0o755}, false},
+		{"in root's /usr/local/bin", &unix.Stat_t{Uid: 0, Mode: unix.S_IFDIR | 0o755}, unix.Stat_t{Uid: 0, Mode: unix.S_IFREG | 0o755}, true},
+		{"in a sticky world-writable directory (/tmp)", &unix.Stat_t{Uid: 0, Mode: unix.S_IFDIR | 0o1777}, unix.Stat_t{Uid: 0, Mode: unix.S_IFREG | 0o755}, false},
+		{"in a group-writable directory", &unix.Stat_t{Uid: 1000, Mode: unix.S_IFDIR | 0o775}, unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o755}, false},
+		{"in another user's directory", &unix.Stat_t{Uid: 1001, Mode: unix.S_IFDIR | 0o755}, unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o755}, false},
+		{"bwrapkit's owner, 0755", nil, unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o755}, true},
+		{"root's, 0555", nil, unix.Stat_t{Uid: 0, Mode: unix.S_IFREG | 0o555}, true},
+		{"owner-only 0700", nil, unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o700}, true},
+		{"another user's", nil, unix.Stat_t{Uid: 1001, Mode: unix.S_IFREG | 0o755}, false},
+		{"group-writable", nil, unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o775}, false},
+		{"world-writable", nil, unix.Stat_t{Uid: 0, Mode: unix.S_IFREG | 0o757}, false},
+		{"not executable", nil, unix.Stat_t{Uid: 1000, Mode: unix.S_IFREG | 0o644}, false},
+		{"a symlink", nil, unix.Stat_t{Uid: 1000, Mode: unix.S_IFLNK | 0o777}, false},
+		{"a directory", nil, unix.Stat_t{Uid: 1000, Mode: unix.S_IFDIR | 0o755}, false},
 	}
 	for _, c := range cases {
-		if err := helperFits(own, c.helper); (err == nil) != c.fits {
+		in := dir
+		if c.dir != nil {
+			in = *c.dir
+		}
+		if err := helperFits(own, in, c.helper); (err == nil) != c.fits {
 			t.Errorf("%s: helperFits = %v, want fits=%v", c.name, err, c.fits)
 		}
 	}
 }
 
 // TestLiveHelperStandsIn: with bwrapkit-helper beside bwrapkit, a run's keeper (outside)
-// and its network bridge (bound inside) are the helper; a helper that is group-writable
-// or another user's is passed over for bwrapkit itself, and the run still works.
+// and its network bridge (bound inside) are the helper; a helper that is group-writable,
+// another user's or in a directory others can write is passed over for bwrapkit itself,
+// and the run still works.
 func TestLiveHelperStandsIn(t *testing.T) {
 	livetest.Bwraps(t) // skips (or fails under BWRAPKIT_TEST_REQUIRE_LIVE) without a usable bwrap
 	self, err := os.ReadFile(builtBinary)
@@ -56,11 +67,13 @@ func TestLiveHelperStandsIn(t *testing.T) {
 		name       string
 		mode       os.FileMode
 		owner      int
+		dirMode    os.FileMode
 		usesItself bool
 	}{
-		{"fit", 0o755, 0, false},
-		{"group-writable", 0o775, 0, true},
-		{"another user's", 0o755, 4242, true},
+		{"fit", 0o755, 0, 0o755, false},
+		{"group-writable", 0o775, 0, 0o755, true},
+		{"another user's", 0o755, 4242, 0o755, true},
+		{"in a shared directory", 0o755, 0, 0o1777, true},
 	}
 	asUsers(t, func(t *testing.T, prefix []string, project, home string) {
 		for _, c := range cases {
@@ -87,6 +100,9 @@ func TestLiveHelperStandsIn(t *testing.T) {
 					if err := os.Chown(helperBinary, c.owner, c.owner); err != nil {
 						t.Fatal(err)
 					}
+				}
+				if err := os.Chmod(bin, c.dirMode); err != nil {
+					t.Fatal(err)
 				}
 				want, wantSize := helperBinary, len(helper)
 				if c.usesItself {

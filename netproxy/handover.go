@@ -3,11 +3,11 @@ package netproxy
 import (
 	"errors"
 	"fmt"
-	"github.com/bwrapkit/bwrapkit/netproxy/bridge"
 	"net"
 	"os"
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/netproxy/bridge"
 	"golang.org/x/sys/unix"
 )
 

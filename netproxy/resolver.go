@@ -3,10 +3,10 @@ package netproxy
 import (
 	"errors"
 	"fmt"
-	"github.com/bwrapkit/bwrapkit/netproxy/bridge"
 	"net"
 	"os"
 
+	"github.com/bwrapkit/bwrapkit/netproxy/bridge"
 	"golang.org/x/sys/unix"
 )
 

@@ -97,10 +97,21 @@ func RefuseCacheLower(lower string, getenv func(string) string) error {
 	return nil
 }
 
-// checkNetProxy: only for a policy without the host network; the socket must be a unix
-// socket of the caller's in a private directory, the bridge a regular executable file,
-// both outside the workdir.
-func checkNetProxy(policy Policy, proxy NetProxy) error {
+// checkNetProxy: only for a policy without the host network; a Joiner alone, or a socket
+// that is a unix socket of the caller's in a private directory and a bridge that is a
+// regular executable file, both outside the workdir.
+func checkNetProxy(policy Policy, proxy NetProxy, joiner Joiner) error {
+	if proxy.Joined || joiner != nil {
+		switch {
+		case !proxy.Joined || joiner == nil:
+			return &PolicyError{"net_allow", "(joined)", "a joined proxy needs both NetProxy.Joined and Options.NetJoiner"}
+		case policy.Network:
+			return &PolicyError{"net_allow", "(joined)", "a proxy needs a sandbox without the host network (--net)"}
+		case proxy.Socket != "" || proxy.Bridge != "":
+			return &PolicyError{"net_allow", proxy.Socket, "a proxy joins the sandbox's namespace or hands over through a socket and bridge, not both"}
+		}
+		return nil
+	}
 	if proxy.Socket == "" {
 		return nil
 	}

@@ -76,19 +76,44 @@ func TestRunChecksItsAttachments(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer listener.Close()
-	if err := checkNetProxy(policy, NetProxy{Socket: socket}); err != nil {
+	if err := checkNetProxy(policy, NetProxy{Socket: socket}, nil); err != nil {
 		t.Errorf("the proxy's own socket: %v", err)
 	}
 	if err := os.Chmod(private, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkNetProxy(policy, NetProxy{Socket: socket}); err == nil {
+	if err := checkNetProxy(policy, NetProxy{Socket: socket}, nil); err == nil {
 		t.Error("a socket in a directory others can enter was accepted")
 	}
-	if err := checkNetProxy(policy, NetProxy{Socket: "/run/docker.sock"}); err == nil {
+	if err := checkNetProxy(policy, NetProxy{Socket: "/run/docker.sock"}, nil); err == nil {
 		t.Error("a socket under /run was accepted")
 	}
-	if err := checkNetProxy(Policy{Workdir: "/src/app", Network: true}, NetProxy{Socket: socket}); err == nil {
+	if err := checkNetProxy(Policy{Workdir: "/src/app", Network: true}, NetProxy{Socket: socket}, nil); err == nil {
 		t.Error("a proxy was added to a run with the host network")
 	}
+
+	// A joined proxy: Joined and a joiner together, nothing else.
+	var joiner joinerFunc = func(*os.File) error { return nil }
+	if err := checkNetProxy(policy, NetProxy{Joined: true}, joiner); err != nil {
+		t.Errorf("a joined proxy: %v", err)
+	}
+	for name, bad := range map[string]struct {
+		policy Policy
+		proxy  NetProxy
+		joiner Joiner
+	}{
+		"Joined without a joiner":      {policy, NetProxy{Joined: true}, nil},
+		"a joiner without Joined":      {policy, NetProxy{}, joiner},
+		"joined and a socket too":      {policy, NetProxy{Joined: true, Socket: socket}, joiner},
+		"joined with the host network": {Policy{Workdir: "/src/app", Network: true}, NetProxy{Joined: true}, joiner},
+	} {
+		if err := checkNetProxy(bad.policy, bad.proxy, bad.joiner); err == nil {
+			t.Errorf("%s was accepted", name)
+		}
+	}
 }
+
+// joinerFunc is a Joiner from a function, for the checks above (never called there).
+type joinerFunc func(*os.File) error
+
+func (f joinerFunc) ServeNamespace(netns *os.File) error { return f(netns) }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"os"
 	"strings"
 
 	"github.com/bwrapkit/bwrapkit/netproxy/bridge"
@@ -18,6 +19,11 @@ import (
 // that ignores the proxy variables fails at once (no route, no resolver) instead of
 // reaching anything.
 type NetProxy struct {
+	// Joined, instead of Socket and Bridge: the proxy makes its listener in the sandbox's
+	// network namespace itself, from outside, through Options.NetJoiner (for a caller that
+	// may enter it: netproxy.CanEnterNamespaces). The gate calls it once the sandbox is
+	// verified and before the command may start; nothing is bound in and no bridge runs.
+	Joined bool
 	Socket string // the proxy's socket on the host
 	// Bridge is the bridge program on the host: bwrapkit-helper beside bwrapkit, or
 	// bwrapkit's own binary. Empty: the command is its own bridge (the doctor's probe), so
@@ -28,13 +34,23 @@ type NetProxy struct {
 	Refuse bool
 }
 
+// Joiner makes and serves the proxy's sockets in a sandbox's network namespace (netns,
+// an open /proc/PID/ns/net of the sandbox's pid 1): netproxy.Proxy. It is an Options
+// field, not part of NetProxy: the Policy holds only data its seal can see.
+type Joiner interface {
+	ServeNamespace(netns *os.File) error
+}
+
+// attached: the run has a proxy, by bridge or joined.
+func (p NetProxy) attached() bool { return p.Socket != "" || p.Joined }
+
 const (
 	// ProxySocketInside and BridgeInside are where the socket and the bridge are bound.
 	ProxySocketInside = "/run/bwrapkit/proxy.sock"
 	BridgeInside      = "/run/bwrapkit/bwrapkit"
 	// ProxyListen is the proxy's address on the sandbox's own loopback: the listener the
 	// bridge makes and hands over.
-	ProxyListen = "127.0.0.1:3128"
+	ProxyListen = bridge.Address
 	// BridgeCommand is the bridge's subcommand (of bwrapkit and of bwrapkit-helper).
 	BridgeCommand = bridge.Command
 )
@@ -64,7 +80,7 @@ func (p NetProxy) wrap(cmd []string) []string {
 // the lower-case http_proxy, Go and pip either case, npm its own npm_config_* (and git
 // libcurl's). The sandbox's own loopback is never proxied.
 func (p NetProxy) env() []string {
-	if p.Socket == "" {
+	if !p.attached() {
 		return nil
 	}
 	url := "http://" + ProxyListen

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -54,6 +55,9 @@ type Options struct {
 	// NetProxy routes the command's HTTP(S) through bwrapkit's allowlist proxy (see
 	// NetProxy); zero: none.
 	NetProxy NetProxy
+	// NetJoiner is the proxy that makes its own listener in the sandbox, for a NetProxy
+	// that is Joined (and only then).
+	NetJoiner Joiner
 	// Caches are the caller's tool caches to layer under the project HOME's (see
 	// CacheLayer); a bwrap without --overlay gets none.
 	Caches []CacheLayer
@@ -92,7 +96,7 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 	if err := checkCaches(policy, opts.Caches); err != nil {
 		return Result{}, &UnavailableError{Reason: ReasonInvalidPolicy, Bwrap: opts.Bwrap, Err: err}
 	}
-	if err := checkNetProxy(policy, opts.NetProxy); err != nil {
+	if err := checkNetProxy(policy, opts.NetProxy, opts.NetJoiner); err != nil {
 		return Result{}, &UnavailableError{Reason: ReasonInvalidPolicy, Bwrap: opts.Bwrap, Err: err}
 	}
 	policy.NetProxy, policy.Caches = opts.NetProxy, opts.Caches
@@ -157,6 +161,9 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 	}
 	defer plan.close()
 	plan.program = program
+	if policy.NetProxy.Joined {
+		plan.joiner = opts.NetJoiner
+	}
 	result, err := start(ctx, plan, opts)
 	result.WorkdirMode, result.ModeFallback = choice.Mode, choice.Fallback
 	if txn != nil {
@@ -210,6 +217,9 @@ type launchPlan struct {
 	program  []byte
 	limits   limits.Limits
 	command  string
+	// joiner makes the proxy's sockets in the verified sandbox (Options.NetJoiner, for a
+	// NetProxy that is Joined); nil: none.
+	joiner Joiner
 	// lookInside is the run's (resolved.lookInside), for telling a 126 from a 127.
 	lookInside func(name string) (path string, found bool)
 }
@@ -538,6 +548,9 @@ func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter, ke
 			err = verifyMounts(root, plan.expected)
 			root.Close()
 		}
+		if err == nil && plan.joiner != nil {
+			err = joinNetwork(pid, plan.joiner)
+		}
 		if err == nil && kept != nil {
 			// Last before the command may exist: the keeper holds pid 1 (see keeperHolds).
 			err = kept()
@@ -551,6 +564,21 @@ func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter, ke
 		answer <- err
 	}()
 	return answer
+}
+
+// joinNetwork has the proxy make its sockets in the verified sandbox's network namespace
+// (NetProxy.Joiner), before the command can exist.
+func joinNetwork(pid int, joiner Joiner) error {
+	path := "/proc/" + strconv.Itoa(pid) + "/ns/net"
+	netns, err := os.Open(path)
+	if err != nil {
+		return goneIf(fmt.Errorf("the allowlist proxy cannot reach the sandbox's network namespace (%s): %w", path, err))
+	}
+	defer netns.Close()
+	if err := joiner.ServeNamespace(netns); err != nil {
+		return &UnavailableError{Reason: ReasonHardening, Err: fmt.Errorf("the allowlist proxy could not serve the sandbox: %w", err)}
+	}
+	return nil
 }
 
 // keeperConfirmBound bounds waiting for the keeper's word that it holds the sandbox. It

@@ -142,6 +142,18 @@ into: if err == nil && kept != nil && false {
 test: ./sandbox TestLiveKeptRunSaysSo
 what: the command starts only once the keeper says it holds the sandbox
 
+file: sandbox/run.go
+line: if err == nil && plan.joiner != nil {
+into: if err == nil && plan.joiner != nil && false {
+test: ./cmd/bwrapkit TestE2ENetBridgeLeavesOnlyTheCommand
+what: as root, the proxy's listener is made in the sandbox before the command (the refusal stays loud)
+
+file: sandbox/gitmeta/hooks.go
+line: paths = append(paths, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config"))
+into: paths = append(paths)
+test: ./sandbox/gitmeta TestWorkTreeGuardedReadsTheCallersConfig
+what: git is skipped only when no config it reads (the caller's own included) names a hooks path or include
+
 file: cmd/bwrapkit/helper.go
 line: case helper.Mode&0o022 != 0:
 into: case false:

@@ -14,30 +14,35 @@ import (
 const helperName = "bwrapkit-helper"
 
 // ownPrograms are the programs of bwrapkit's own a run uses: self, bwrapkit's binary as
-// the kernel names it (guarded or trusted by the policy), and helper, what the run starts
-// as its keeper and its bridge: bwrapkit-helper beside self where it is fit to run, else
-// self itself, re-executed (resolved: the bridge is bound into the sandbox by that path).
+// the kernel names it (guarded or trusted by the policy); helper, what the run starts as
+// its keeper and its bridge: bwrapkit-helper beside self where it is fit to run, else self
+// itself, re-executed (resolved: the bridge is bound into the sandbox by that path); and
+// guard, bwrapkit-helper's path beside self whether it is there and fit or not: a run must
+// never let its command put one there that the next run would start on the host.
 type ownPrograms struct {
-	self, helper string
+	self, helper, guard string
 }
 
-// findPrograms finds self and its helper. A helper that is there but unfit is passed over
-// for self, which can do all it does: the run is slower, not weaker.
+// findPrograms finds self and its helper, once per run (the policy's guard and the launch
+// must agree). A helper that is there but unfit is passed over for self, which can do all
+// it does: the run is slower, not weaker. A self that no longer resolves (bwrapkit's file
+// deleted or replaced since it started) is its own helper by the name it started under, so
+// starting the keeper fails and the run is refused.
 func findPrograms() (ownPrograms, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return ownPrograms{}, err
 	}
+	programs := ownPrograms{self: self, helper: self}
 	real, err := filepath.EvalSymlinks(self)
 	if err != nil {
-		return ownPrograms{}, err
+		return programs, nil
 	}
-	programs := ownPrograms{self: self, helper: real}
 	dir := filepath.Dir(real)
-	candidate := filepath.Join(dir, helperName)
+	programs.helper, programs.guard = real, filepath.Join(dir, helperName)
 	var own, parent, its unix.Stat_t
-	if unix.Stat(real, &own) == nil && unix.Stat(dir, &parent) == nil && unix.Lstat(candidate, &its) == nil && helperFits(own, parent, its) == nil {
-		programs.helper = candidate
+	if unix.Stat(real, &own) == nil && unix.Stat(dir, &parent) == nil && unix.Lstat(programs.guard, &its) == nil && helperFits(own, parent, its) == nil {
+		programs.helper = programs.guard
 	}
 	return programs, nil
 }

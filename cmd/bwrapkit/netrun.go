@@ -23,9 +23,10 @@ func parseNetAllow(request sandbox.Request) (netproxy.Allowlist, error) {
 	return allow, nil
 }
 
-// runProxy is the allowlist proxy of one run: its socket in a private directory of its
-// own (0700, made fresh), which serves the bridge's one hand-over and is removed right
-// after it (or at stop); then the proxy serves the sandbox's listener until stop.
+// runProxy is the allowlist proxy of one run: with a bridge, its socket in a private
+// directory of its own (0700, made fresh), which serves the bridge's one hand-over and is
+// removed right after it (or at stop); without (a caller that may enter the sandbox's
+// namespace), no socket at all. Then the proxy serves the sandbox's listener until stop.
 type runProxy struct {
 	proxy    *netproxy.Proxy
 	dir      string
@@ -36,6 +37,12 @@ type runProxy struct {
 // bridge inside is bridge, bwrapkit's helper or its own binary (see ownPrograms), already
 // checked to be out of the sandbox's reach.
 func startProxy(allow netproxy.Allowlist, bridge string, getenv func(string) string) (*runProxy, sandbox.NetProxy, error) {
+	if netproxy.CanEnterNamespaces() {
+		// Root (CAP_SYS_ADMIN): the proxy makes the sandbox's sockets itself, from outside,
+		// once the gate has verified the sandbox; no socket, no bridge inside.
+		proxy := &netproxy.Proxy{Allow: allow, Resolver: true}
+		return &runProxy{proxy: proxy}, sandbox.NetProxy{Joined: true, Refuse: len(allow) == 0}, nil
+	}
 	if bridge == "" {
 		return nil, sandbox.NetProxy{}, errors.New("the network proxy needs bwrapkit's own path (os.Executable found none)")
 	}
@@ -62,14 +69,25 @@ func (p *runProxy) stop() {
 	if p == nil {
 		return
 	}
-	p.listener.Close()
+	if p.listener != nil {
+		p.listener.Close()
+		os.RemoveAll(p.dir)
+	}
 	p.proxy.Close()
-	os.RemoveAll(p.dir)
 }
 
 // handedOver: the bridge handed its sockets over, so the command may have started (the
 // bridge execs it only after the hand-over).
 func (p *runProxy) handedOver() bool { return p != nil && p.proxy.HandedOver() }
+
+// joiner is the proxy as the one that makes its own listener in the sandbox, for a run
+// whose NetProxy is Joined; nil otherwise.
+func (p *runProxy) joiner() sandbox.Joiner {
+	if p == nil || p.listener != nil {
+		return nil
+	}
+	return p.proxy
+}
 
 // hosts are the allowed and denied destinations asked for, for the report.
 func (p *runProxy) hosts() (allowed, denied []string) {

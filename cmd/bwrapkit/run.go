@@ -29,6 +29,7 @@ import (
 type runOptions struct {
 	streams
 	prober      *sandbox.Prober // set by prepare
+	programs    *ownPrograms    // bwrapkit's own binary and its helper, found once by resolvePolicy
 	global      *globalOptions
 	request     sandbox.Request
 	timeout     time.Duration
@@ -214,12 +215,12 @@ func resolvePolicy(opts *runOptions) (sandbox.Policy, error) {
 	// otherwise let the command replace the ./bwrapkit the next run executes.
 	// (Transactionally, a ./bwrapkit inside the workdir is guarded instead: no change to
 	// it lands.)
-	if programs, err := findPrograms(); err == nil {
-		request.Self = programs.self
-		if programs.helper != programs.self {
-			request.Helper = programs.helper
-		}
+	if opts.programs == nil {
+		// Without /proc there are none; the probe then refuses the run, saying why.
+		programs, _ := findPrograms()
+		opts.programs = &programs
 	}
+	request.Self, request.Helper = opts.programs.self, opts.programs.guard
 	policy, err := sandbox.NewPolicy(request, opts.Environ())
 	var policyErr *sandbox.PolicyError
 	var homeErr *home.Error
@@ -379,12 +380,14 @@ func runRun(ctx context.Context, opts *runOptions) error {
 			fmt.Fprintf(opts.Err, "bwrapkit: warning: %s\n", fallbackWarning(choice.Fallback))
 		}
 	}
-	// The keeper: bwrapkit-helper beside bwrapkit, or bwrapkit itself re-executed.
-	programs, err := findPrograms()
-	if err != nil {
-		fmt.Fprintf(opts.Err, "bwrapkit: no keeper for this run (%v): a SIGKILL of bwrapkit could leave the sandbox running\n", err)
+	// The keeper: bwrapkit-helper beside bwrapkit, or bwrapkit itself re-executed (as
+	// resolvePolicy found them, and guarded them).
+	keeper := opts.programs.helper
+	if keeper == "" {
+		facts.err = &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Err: errors.New("bwrapkit cannot find its own binary (the kernel names it in /proc/self/exe), which a run starts as its keeper")}
+		writeReport(opts, report, facts)
+		return facts.err
 	}
-	keeper := programs.helper
 	held, err := holdHome(opts, policy)
 	if err != nil {
 		facts.err = err
@@ -402,7 +405,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	var proxy *runProxy
 	var netProxy sandbox.NetProxy
 	if !policy.Network {
-		if proxy, netProxy, err = startProxy(allow, programs.helper, opts.Getenv); err != nil {
+		if proxy, netProxy, err = startProxy(allow, opts.programs.helper, opts.Getenv); err != nil {
 			facts.err = &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Err: err}
 			writeReport(opts, report, facts)
 			return facts.err
@@ -419,6 +422,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		Timeout:      opts.timeout,
 		Prober:       opts.prober,
 		NetProxy:     netProxy,
+		NetJoiner:    proxy.joiner(),
 		Caches:       caches,
 	})
 	facts.result, facts.err = result, err

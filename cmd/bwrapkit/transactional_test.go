@@ -264,7 +264,8 @@ func TestLiveKilledRunLandsNothing(t *testing.T) {
 
 // TestLiveCheckoutBinaryIsGuarded: `./bwrapkit run` in a checkout that holds bwrapkit and
 // bwrapkit-helper (as make build leaves them) works transactionally, and a command's
-// rewrite of either never lands: the next run would execute them on the host.
+// rewrite of either never lands, nor does a helper the command plants where there was
+// none: the next run would execute them on the host.
 func TestLiveCheckoutBinaryIsGuarded(t *testing.T) {
 	for _, bwrap := range livetest.Bwraps(t) {
 		if !hasOverlay(bwrap.Path) {
@@ -302,6 +303,21 @@ func TestLiveCheckoutBinaryIsGuarded(t *testing.T) {
 				}
 				if got, _ := os.ReadFile(helper); !bytes.Equal(got, helperData) {
 					t.Error("the command's rewrite of ./bwrapkit-helper landed")
+				}
+				// Without a helper beside it (a plain go build), none may be planted there:
+				// the next run would start it on the host as its keeper.
+				if err := os.Remove(helper); err != nil {
+					t.Fatal(err)
+				}
+				argv = append(append([]string{}, prefix...), "env", "-i", "HOME="+home, newcomerPATH, self, "run", "--workdir", project, "--bwrap", bwrap.Path, "--", "sh", "-c", "printf '#!/bin/sh\\necho planted\\n' > bwrapkit-helper; chmod 755 bwrapkit-helper")
+				cmd = exec.Command(argv[0], argv[1:]...)
+				cmd.Dir = project
+				out, err = cmd.CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "refused bwrapkit-helper: protected") {
+					t.Errorf("planting ./bwrapkit-helper: %v\n%s", err, out)
+				}
+				if _, err := os.Lstat(helper); err == nil {
+					t.Error("a bwrapkit-helper the command planted landed beside ./bwrapkit")
 				}
 				if _, err := os.Stat(filepath.Join(project, "fine")); err != nil {
 					t.Errorf("the run's other change did not land: %v", err)

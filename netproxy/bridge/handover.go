@@ -28,6 +28,10 @@ import (
 // once the proxy has answered and execs the command, so nothing of bwrapkit stays inside
 // and no byte crosses a relay.
 
+// Address is the proxy's address on the sandbox's own loopback: the listener the bridge
+// makes (ListenInside) and the proxy variables inside point at.
+const Address = "127.0.0.1:3128"
+
 // Greeting is the byte stream the descriptors ride on; the proxy refuses anything else.
 const Greeting = "bwrapkit hand-over 1\n"
 
@@ -81,7 +85,7 @@ func ListenInside(address string) (*os.File, error) {
 func HandOver(socket string, listener *os.File) error {
 	defer listener.Close()
 	fds := []int{int(listener.Fd())}
-	udp := resolverSockets()
+	udp := ResolverSockets()
 	defer func() {
 		for _, fd := range udp {
 			unix.Close(fd)
@@ -112,9 +116,10 @@ func HandOver(socket string, listener *os.File) error {
 	return nil
 }
 
-// resolverSockets are unbound UDP sockets, one per resolver address the kernel can make
-// (no IPv6 here: the IPv4 one alone). Binding port 53 is the proxy's part.
-func resolverSockets() []int {
+// ResolverSockets are unbound UDP sockets, one per resolver address the kernel can make
+// (no IPv6 here: the IPv4 one alone), in the caller's network namespace. Binding port 53
+// is the proxy's part.
+func ResolverSockets() []int {
 	var fds []int
 	for _, address := range ResolverAddresses {
 		domain := unix.AF_INET

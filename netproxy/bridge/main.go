@@ -24,12 +24,13 @@ const (
 // Main is the program run puts before the command inside a sandbox with the proxy
 // (`bwrapkit-helper net-bridge --socket PATH --listen ADDR -- CMD [ARG...]`, the argv
 // sandbox.NetProxy builds; bwrapkit itself where no helper is installed beside it), bound
-// read-only, so nothing the sandbox may lack (a shell, socat, an interpreter) is assumed. It makes the listener
-// the proxy variables point at on the sandbox's loopback, hands it and the resolver's
-// sockets to the proxy outside (HandOver), which serves them itself from then on, and then execs the command in its own place: the command is what bwrap runs, its
-// exit status and signals its own, with no process of bwrapkit's left inside and no relay
-// in the path of its connections. If the hand-over fails the command never starts. A main
-// calls it before anything else: it starts on every run without --net.
+// read-only, so nothing the sandbox may lack (a shell, socat, an interpreter) is assumed.
+// It makes the listener the proxy variables point at on the sandbox's loopback, hands it
+// and the resolver's sockets to the proxy outside (HandOver), which serves them itself
+// from then on, and then execs the command in its own place: the command is what bwrap
+// runs, its exit status and signals its own, with no process of bwrapkit's left inside
+// and no relay in the path of its connections. If the hand-over fails the command never
+// starts. A main calls it before anything else: it starts on every run without --net.
 func Main(args []string, stderr io.Writer) int {
 	socket, listen, command, err := parseArgs(args)
 	if err != nil {

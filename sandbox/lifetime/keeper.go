@@ -142,8 +142,23 @@ func (k *Keeper) Release() {
 	k.lifeline.Close()
 	k.lifeline = nil
 	k.confirm.Close()
-	_, _ = k.process.Wait()
+	// A keeper exits as soon as it reads "done"; one that does not (not a keeper of this
+	// build, or stopped) must not hold bwrapkit past the run it kept.
+	waited := make(chan struct{})
+	go func() {
+		_, _ = k.process.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-time.After(releaseBound):
+		_ = k.process.Kill()
+		<-waited
+	}
 }
+
+// releaseBound is how long Release waits for the keeper to exit before killing it.
+const releaseBound = 2 * time.Second
 
 // Main is the keeper process: it follows the lifeline and, when bwrapkit goes without
 // saying "done", kills every process of the run. args are what follows KeeperCommand.

@@ -235,7 +235,7 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 	if mode != WorkdirDirect {
 		// Where the layers will be, made only once every check has passed (below).
 		policy.LayerRoot = layers
-		policy.Guarded = append(policy.Guarded, gitmeta.WorkTreeGuarded(workdir, getenv("HOME"))...)
+		policy.Guarded = append(policy.Guarded, gitmeta.WorkTreeGuarded(workdir, getenv("HOME"), gitmeta.ConfigEnv(getenv))...)
 	}
 	if request.HomeDir != "" {
 		home, err := resolveDir("home_dir", request.HomeDir)

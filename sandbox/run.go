@@ -533,6 +533,11 @@ func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter, ke
 		// The bounds go on bwrap's child before it forks the command (it waits for the
 		// filter first), so the command inherits them from its first instruction.
 		var err error
+		// Held from the start: the namespace joinNetwork opens by pid must be this child's.
+		initFD, _ := unix.PidfdOpen(pid, 0)
+		if initFD >= 0 {
+			defer unix.Close(initFD)
+		}
 		cgroup.PreferInside(pid)
 		if boundErr := limits.Apply(pid, plan.limits); boundErr != nil {
 			err = &UnavailableError{Reason: ReasonHardening, Err: boundErr}
@@ -549,7 +554,7 @@ func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter, ke
 			root.Close()
 		}
 		if err == nil && plan.joiner != nil {
-			err = joinNetwork(pid, plan.joiner)
+			err = joinNetwork(pid, initFD, plan.joiner)
 		}
 		if err == nil && kept != nil {
 			// Last before the command may exist: the keeper holds pid 1 (see keeperHolds).
@@ -567,14 +572,26 @@ func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter, ke
 }
 
 // joinNetwork has the proxy make its sockets in the verified sandbox's network namespace
-// (NetProxy.Joiner), before the command can exist.
-func joinNetwork(pid int, joiner Joiner) error {
+// (Options.NetJoiner), before the command can exist. The namespace is opened by pid, so
+// it is taken only if initFD (a pidfd of the sandbox's pid 1, opened when bwrap reported
+// it) still shows that process alive afterwards: a pid recycled in between is another
+// process's, and never the host's own namespace either.
+func joinNetwork(pid, initFD int, joiner Joiner) error {
 	path := "/proc/" + strconv.Itoa(pid) + "/ns/net"
 	netns, err := os.Open(path)
 	if err != nil {
 		return goneIf(fmt.Errorf("the allowlist proxy cannot reach the sandbox's network namespace (%s): %w", path, err))
 	}
 	defer netns.Close()
+	if initFD >= 0 {
+		if n, _ := unix.Poll([]unix.PollFd{{Fd: int32(initFD), Events: unix.POLLIN}}, 0); n != 0 {
+			return childGoneError{errors.New("the sandbox's pid 1 exited before the allowlist proxy joined its network namespace")}
+		}
+	}
+	var theirs, ours unix.Stat_t
+	if unix.Fstat(int(netns.Fd()), &theirs) != nil || unix.Stat("/proc/self/ns/net", &ours) != nil || (theirs.Dev == ours.Dev && theirs.Ino == ours.Ino) {
+		return &UnavailableError{Reason: ReasonHardening, Err: fmt.Errorf("%s is not a network namespace of the sandbox's own", path)}
+	}
 	if err := joiner.ServeNamespace(netns); err != nil {
 		return &UnavailableError{Reason: ReasonHardening, Err: fmt.Errorf("the allowlist proxy could not serve the sandbox: %w", err)}
 	}

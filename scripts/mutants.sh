@@ -154,6 +154,12 @@ into: paths = append(paths)
 test: ./sandbox/gitmeta TestWorkTreeGuardedReadsTheCallersConfig
 what: git is skipped only when no config it reads (the caller's own included) names a hooks path or include
 
+file: sandbox/gitmeta/hooks.go
+line: return errors.Is(err, fs.ErrNotExist)
+into: return true
+test: ./sandbox/gitmeta TestWorkTreeGuardedWhereGitLooksElsewhere
+what: a .git sharing another repository's config (commondir) is git's to answer, not the shortcut's
+
 file: cmd/bwrapkit/helper.go
 line: case helper.Mode&0o022 != 0:
 into: case false:

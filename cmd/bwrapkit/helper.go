@@ -26,8 +26,10 @@ type ownPrograms struct {
 // findPrograms finds self and its helper, once per run (the policy's guard and the launch
 // must agree). A helper that is there but unfit is passed over for self, which can do all
 // it does: the run is slower, not weaker. A self that no longer resolves (bwrapkit's file
-// deleted or replaced since it started) is its own helper by the name it started under, so
-// starting the keeper fails and the run is refused.
+// deleted since it started) is its own helper by the name it started under, so starting
+// the keeper fails and the run is refused. (A file replaced at that name, an upgrade, is
+// started as the keeper; it must then confirm the keeper's protocol, or the run is
+// refused: see sandbox/lifetime.)
 func findPrograms() (ownPrograms, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -45,6 +47,19 @@ func findPrograms() (ownPrograms, error) {
 		programs.helper = programs.guard
 	}
 	return programs, nil
+}
+
+// programsPresent: the program a run starts as its keeper and bridge is there to start.
+// A bwrapkit whose file was deleted since it started (an upgrade removed it) is refused
+// here, before anything runs, with the cause, rather than by whichever start fails first.
+func programsPresent(programs ownPrograms) error {
+	if programs.helper == "" {
+		return errors.New("bwrapkit cannot find its own binary (the kernel names it in /proc/self/exe), which a run starts as its keeper")
+	}
+	if _, err := os.Stat(programs.helper); err != nil {
+		return fmt.Errorf("%s, which a run starts as its keeper and network bridge, is gone (bwrapkit's file deleted since it started?): %w; run bwrapkit again", programs.helper, err)
+	}
+	return nil
 }
 
 // helperFits decides whether bwrapkit-helper may stand in for bwrapkit (own is bwrapkit's

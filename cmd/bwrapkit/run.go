@@ -383,8 +383,8 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	// The keeper: bwrapkit-helper beside bwrapkit, or bwrapkit itself re-executed (as
 	// resolvePolicy found them, and guarded them).
 	keeper := opts.programs.helper
-	if keeper == "" {
-		facts.err = &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Err: errors.New("bwrapkit cannot find its own binary (the kernel names it in /proc/self/exe), which a run starts as its keeper")}
+	if err := programsPresent(*opts.programs); err != nil {
+		facts.err = &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Err: err}
 		writeReport(opts, report, facts)
 		return facts.err
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +26,10 @@ import (
 // (system, global in home, and the repository's), fsmonitor off, and without
 // runHostGit's own core.hooksPath override, which would only read that back. An
 // includeIf is guarded whatever its condition: guarding more only refuses more.
-func WorkTreeGuarded(workdir, home string) []string {
+//
+// configEnv are the caller's variables that change which config git reads (ConfigEnv):
+// the caller's own git reads them, so this one does too.
+func WorkTreeGuarded(workdir, home string, configEnv []string) []string {
 	git, err := exec.LookPath("git")
 	if err != nil {
 		return nil
@@ -34,14 +38,14 @@ func WorkTreeGuarded(workdir, home string) []string {
 	defer cancel()
 	run := func(dir string, args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, git, append([]string{"-C", dir, "-c", "core.fsmonitor=false", "-c", "safe.directory=*"}, args...)...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C", "HOME=" + orNonexistent(home)}
+		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "LC_ALL=C", "HOME=" + orNonexistent(home)}, configEnv...)
 		return cmd.Output()
 	}
 	top := workTreeTop(workdir)
 	if top == "" {
 		return nil // no work tree: git runs no hooks and reads no repository config here
 	}
-	if git == "/usr/bin/git" || git == "/bin/git" {
+	if (git == "/usr/bin/git" || git == "/bin/git") && len(configEnv) == 0 {
 		if files, ok := configFiles(top, home); ok && !namesAny(files) {
 			return nil // no config git reads can name a hooks path or an include: nothing to guard
 		}
@@ -88,14 +92,15 @@ func WorkTreeGuarded(workdir, home string) []string {
 // any case. So where every file git would read here is known and readable, and none holds
 // "hookspath" or "include" in any case, git is not run. The files are those of a git with
 // the distributions' prefix (/usr: /etc/gitconfig), the environment WorkTreeGuarded gives
-// it (HOME, nothing else: ~/.gitconfig and ~/.config/git/config), and a repository whose
-// .git is a directory; anything else (a linked worktree's .git file, a git elsewhere on
-// PATH, a file that cannot be read) runs git as before.
+// it (HOME and no config variable: ~/.gitconfig and ~/.config/git/config), and a repository whose
+// .git is a plain repository directory (plainRepository); anything else (a linked
+// worktree's .git file, a .git git would not accept, a shared repository's commondir, a
+// git elsewhere on PATH, a file that cannot be read) runs git as before.
 
 // configFiles are the config files the host git reads in the work tree at top, with their
 // contents (absent ones are empty), or false when they cannot all be known and read.
 func configFiles(top, home string) ([][]byte, bool) {
-	if info, err := os.Lstat(filepath.Join(top, ".git")); err != nil || !info.IsDir() {
+	if !plainRepository(filepath.Join(top, ".git")) {
 		return nil, false
 	}
 	paths := []string{"/etc/gitconfig", filepath.Join(top, ".git", "config"), filepath.Join(top, ".git", "config.worktree")}
@@ -114,6 +119,53 @@ func configFiles(top, home string) ([][]byte, bool) {
 		files = append(files, data)
 	}
 	return files, true
+}
+
+// ConfigEnv are the caller's variables (from getenv) that change which config files git
+// reads or add config of their own: a config home elsewhere, other global and system
+// files, and config given in the environment (GIT_CONFIG_COUNT's pairs, and what git -c
+// hands its children). Each as NAME=value, for WorkTreeGuarded.
+func ConfigEnv(getenv func(string) string) []string {
+	var env []string
+	for _, name := range []string{"XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"} {
+		if value := getenv(name); value != "" {
+			env = append(env, name+"="+value)
+		}
+	}
+	count, _ := strconv.Atoi(getenv("GIT_CONFIG_COUNT"))
+	for i := 0; i < count && i < maxConfigPairs; i++ {
+		for _, name := range []string{"GIT_CONFIG_KEY_" + strconv.Itoa(i), "GIT_CONFIG_VALUE_" + strconv.Itoa(i)} {
+			if value := getenv(name); value != "" {
+				env = append(env, name+"="+value)
+			}
+		}
+	}
+	return env
+}
+
+// maxConfigPairs bounds the GIT_CONFIG_KEY_n pairs passed on: git itself takes any number,
+// but an environment holds only so many, and a count past it is not a real one.
+const maxConfigPairs = 1000
+
+// plainRepository: dotGit is a directory git itself takes for a repository (HEAD, objects
+// and refs, as its discovery checks) whose config is its own (no commondir: a repository
+// sharing another's reads that one's config). Anything else is git's to find: a .git git
+// does not accept sends its discovery on to the directories above, whose config the
+// shortcut does not read.
+func plainRepository(dotGit string) bool {
+	if info, err := os.Lstat(dotGit); err != nil || !info.IsDir() {
+		return false
+	}
+	if head, err := os.Lstat(filepath.Join(dotGit, "HEAD")); err != nil || !head.Mode().IsRegular() {
+		return false
+	}
+	for _, dir := range []string{"objects", "refs"} {
+		if info, err := os.Lstat(filepath.Join(dotGit, dir)); err != nil || !info.IsDir() {
+			return false
+		}
+	}
+	_, err := os.Lstat(filepath.Join(dotGit, "commondir"))
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // namesAny reports whether any config file spells a hooks path or an include (pure).

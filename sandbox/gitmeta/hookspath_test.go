@@ -26,7 +26,7 @@ func TestWorkTreeGuardedReadsTheRepositorysHooksPath(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(workdir, ".husky", "_"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := WorkTreeGuarded(workdir, ""), []string{filepath.Join(workdir, ".husky", "_")}; !slices.Equal(got, want) {
+	if got, want := WorkTreeGuarded(workdir, "", nil), []string{filepath.Join(workdir, ".husky", "_")}; !slices.Equal(got, want) {
 		t.Errorf("WorkTreeGuarded = %q, want %q", got, want)
 	}
 	// A hooks path outside the work tree is not the work tree's to guard.
@@ -35,7 +35,7 @@ func TestWorkTreeGuardedReadsTheRepositorysHooksPath(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git config: %v: %s", err, out)
 	}
-	if got := WorkTreeGuarded(workdir, ""); len(got) != 0 {
+	if got := WorkTreeGuarded(workdir, "", nil); len(got) != 0 {
 		t.Errorf("WorkTreeGuarded with an outside hooks path = %q, want none", got)
 	}
 }
@@ -75,7 +75,7 @@ func TestWorkTreeGuardedReadsTheCallersConfig(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git init: %v: %s", err, out)
 		}
-		if got := WorkTreeGuarded(workdir, home); len(got) != 0 {
+		if got := WorkTreeGuarded(workdir, home, nil); len(got) != 0 {
 			t.Errorf("a repository with no hooks path or include anywhere: %q, want none", got)
 		}
 		path := filepath.Join(home, global)
@@ -86,8 +86,88 @@ func TestWorkTreeGuardedReadsTheCallersConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{filepath.Join(workdir, ".githooks"), filepath.Join(workdir, "team.gitconfig")}
-		if got := WorkTreeGuarded(workdir, home); !slices.Equal(got, want) {
+		if got := WorkTreeGuarded(workdir, home, nil); !slices.Equal(got, want) {
 			t.Errorf("with %s naming them: %q, want %q", global, got, want)
 		}
+	}
+}
+
+// TestWorkTreeGuardedWhereGitLooksElsewhere: a .git git does not accept (an empty one in
+// a subdirectory: git's discovery goes on to the repository above) and a .git whose
+// commondir names the repository that holds the config are git's to answer, not the
+// shortcut's: both find the hooks path their config names.
+func TestWorkTreeGuardedWhereGitLooksElsewhere(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on PATH")
+	}
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = hostEnv()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	// An empty .git in a subdirectory of a repository whose config names a hooks path there.
+	outer := t.TempDir()
+	git(outer, "init", "-q")
+	sub := filepath.Join(outer, "sub")
+	if err := os.MkdirAll(filepath.Join(sub, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hooks := filepath.Join(sub, "hooks")
+	git(outer, "config", "core.hooksPath", hooks)
+	if got, want := WorkTreeGuarded(sub, "", nil), []string{hooks}; !slices.Equal(got, want) {
+		t.Errorf("under an empty .git: %q, want %q", got, want)
+	}
+	// A .git whose commondir holds the config.
+	store, work := t.TempDir(), t.TempDir()
+	git(store, "init", "-q", "--bare", "common.git")
+	common := filepath.Join(store, "common.git")
+	hooks = filepath.Join(work, "hooks")
+	git(common, "config", "core.hooksPath", hooks)
+	dotGit := filepath.Join(work, ".git")
+	for _, dir := range []string{"objects", "refs"} {
+		if err := os.MkdirAll(filepath.Join(dotGit, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dotGit, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dotGit, "commondir"), []byte(common+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := WorkTreeGuarded(work, "", nil), []string{hooks}; !slices.Equal(got, want) {
+		t.Errorf("with a commondir: %q, want %q", got, want)
+	}
+}
+
+// TestWorkTreeGuardedReadsWhatTheCallersEnvironmentNames: a config home elsewhere
+// (XDG_CONFIG_HOME) and config given in the environment (GIT_CONFIG_COUNT) are read as
+// the caller's own git reads them.
+func TestWorkTreeGuardedReadsWhatTheCallersEnvironmentNames(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on PATH")
+	}
+	workdir, xdg := t.TempDir(), t.TempDir()
+	cmd := exec.Command("git", "-C", workdir, "init", "-q")
+	cmd.Env = hostEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	if err := os.MkdirAll(filepath.Join(xdg, "git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(xdg, "git", "config"), []byte("[core]\n\thooksPath = .xdg-hooks\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	environ := map[string]string{"XDG_CONFIG_HOME": xdg}
+	if got, want := WorkTreeGuarded(workdir, "", ConfigEnv(func(name string) string { return environ[name] })), []string{filepath.Join(workdir, ".xdg-hooks")}; !slices.Equal(got, want) {
+		t.Errorf("with XDG_CONFIG_HOME: %q, want %q", got, want)
+	}
+	environ = map[string]string{"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "include.path", "GIT_CONFIG_VALUE_0": filepath.Join(workdir, "env.gitconfig")}
+	if got, want := WorkTreeGuarded(workdir, "", ConfigEnv(func(name string) string { return environ[name] })), []string{filepath.Join(workdir, "env.gitconfig")}; !slices.Equal(got, want) {
+		t.Errorf("with GIT_CONFIG_COUNT: %q, want %q", got, want)
 	}
 }

@@ -142,10 +142,10 @@ type Request struct {
 	Preview bool `json:"-"`
 	// WorkdirMode is transactional or direct; empty is the default (see WorkdirMode).
 	WorkdirMode string `json:"workdir_mode,omitempty"`
-	// Self is bwrapkit's own binary, Helper the program its runs start as their keeper
-	// and bridge (bwrapkit-helper beside it; empty: Self), and PolicyFile the policy file
-	// in use: trusted state outside the workdir; inside it (a checkout's ./bwrapkit),
-	// guarded instead.
+	// Self is bwrapkit's own binary, Helper the path of bwrapkit-helper beside it (its
+	// runs' keeper and bridge when one is there and fit; guarded whether or not, so a
+	// command cannot plant one), and PolicyFile the policy file in use: trusted state
+	// outside the workdir; inside it (a checkout's ./bwrapkit), guarded instead.
 	Self       string `json:"-"`
 	Helper     string `json:"-"`
 	PolicyFile string `json:"-"`

@@ -97,8 +97,8 @@ func WorkTreeGuarded(workdir, home string, configEnv []string) []string {
 // worktree's .git file, a .git git would not accept, a shared repository's commondir, a
 // git elsewhere on PATH, a file that cannot be read) runs git as before.
 
-// configFiles are the config files the host git reads in the work tree at top, with their
-// contents (absent ones are empty), or false when they cannot all be known and read.
+// configFiles are the contents of the config files the host git reads in the work tree at
+// top (absent ones left out), or false when they cannot all be known and read.
 func configFiles(top, home string) ([][]byte, bool) {
 	if !plainRepository(filepath.Join(top, ".git")) {
 		return nil, false

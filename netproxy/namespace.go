@@ -26,58 +26,54 @@ func CanEnterNamespaces() bool {
 		return false
 	}
 	defer own.Close()
-	entered := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		err := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET)
-		if err == nil {
-			runtime.UnlockOSThread() // the same namespace it was in: the thread is as it was
-		}
-		entered <- err // on failure the thread ends with this goroutine
-	}()
-	return <-entered == nil
+	return inNamespace(own, func() error { return nil }) == nil
 }
 
 // ServeNamespace makes the sandbox's listener (on bridge.Address) and the resolver's
 // sockets in netns (the sandbox's /proc/PID/ns/net) and serves them, exactly as a
 // bridge's hand-over would: the same checks (serveHandOver), the one hand-over per run.
-// setns(2) moves only the calling thread: this runs on a goroutine of its own, locked to
-// its thread, which returns to its own namespace before anything else may run on it; if
-// it cannot, the thread ends with the goroutine and is never reused.
 func (p *Proxy) ServeNamespace(netns *os.File) error {
-	type made struct {
-		fds []int
-		err error
+	var fds []int
+	err := inNamespace(netns, func() (err error) {
+		fds, err = socketsHere()
+		return err
+	})
+	if err != nil {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return fmt.Errorf("making the proxy's sockets in the sandbox's network namespace: %w", err)
 	}
-	result := make(chan made, 1)
+	return p.serveHandOver(bridge.Greeting, fds)
+}
+
+// inNamespace runs work in netns. setns(2) moves only the calling thread, so work runs on
+// a goroutine of its own, locked to its thread, which returns to its own namespace before
+// anything else may run on it; if it cannot, the thread ends with the goroutine and is
+// never reused.
+func inNamespace(netns *os.File, work func() error) error {
+	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		own, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
 			runtime.UnlockOSThread()
-			result <- made{err: err}
+			done <- err
 			return
 		}
 		defer own.Close()
 		if err := unix.Setns(int(netns.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread() // still in its own namespace
-			result <- made{err: os.NewSyscallError("setns", err)}
+			done <- os.NewSyscallError("setns", err)
 			return
 		}
-		fds, err := socketsHere()
+		err = work()
 		if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread()
 		}
-		result <- made{fds, err}
+		done <- err
 	}()
-	m := <-result
-	if m.err != nil {
-		for _, fd := range m.fds {
-			unix.Close(fd)
-		}
-		return fmt.Errorf("making the proxy's sockets in the sandbox's network namespace: %w", m.err)
-	}
-	return p.serveHandOver(bridge.Greeting, m.fds)
+	return <-done
 }
 
 // socketsHere makes the listener and the resolver's sockets in the calling thread's

@@ -414,29 +414,166 @@ func TestLiveCallersKeyringsStayOut(t *testing.T) {
 }
 
 // TestLiveFilterWithheldMeansNoCommand: if the gate never releases the filter (bwrapkit
-// died, or the check failed), bwrap must refuse to run the command.
+// died, or the check failed), bwrap must refuse to run the command: from an empty pipe,
+// and from the primed one, where bwrap has read the preamble and then meets the end of
+// the file instead of the program.
 func TestLiveFilterWithheldMeansNoCommand(t *testing.T) {
+	program, err := SeccompProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
 	forEachBwrap(t, func(t *testing.T, bwrap string) {
-		marker := filepath.Join(livetest.TempDir(t), "ran")
-		filterRead, filterWrite, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		filterWrite.Close() // withheld: bwrap reads an empty filter
-		cmd := exec.Command(bwrap, "--unshare-all", "--unshare-user", "--die-with-parent",
-			"--ro-bind", "/", "/", "--bind", filepath.Dir(marker), filepath.Dir(marker),
-			"--seccomp", "3", "--", "/bin/sh", "-c", "touch "+marker)
-		cmd.ExtraFiles = []*os.File{filterRead}
-		out, err := cmd.CombinedOutput()
-		filterRead.Close()
-		var exitErr *exec.ExitError
-		if !errors.As(err, &exitErr) {
-			t.Errorf("bwrap with a withheld filter: %v\n%s", err, out)
-		}
-		if _, err := os.Stat(marker); err == nil {
-			t.Errorf("the command ran without its filter")
+		for _, primed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("primed=%v", primed), func(t *testing.T) {
+				marker := filepath.Join(livetest.TempDir(t), "ran")
+				filterRead, filter := unprimedPipe(t)
+				if primed {
+					filterRead.Close()
+					filter.withhold()
+					if filterRead, filter, err = newHeldFilter(program); err != nil {
+						t.Fatal(err)
+					}
+					switch {
+					case !filter.primed && os.Getpagesize() == 4096:
+						t.Fatalf("a filter pipe on a host with 4 KiB pages was not primed")
+					case !filter.primed:
+						t.Skipf("no preamble fits a %d-byte page: runs watch the mounts here", os.Getpagesize())
+					}
+				}
+				filter.withhold()
+				cmd := exec.Command(bwrap, "--unshare-all", "--unshare-user", "--die-with-parent",
+					"--ro-bind", "/", "/", "--bind", filepath.Dir(marker), filepath.Dir(marker),
+					"--seccomp", "3", "--", "/bin/sh", "-c", "touch "+marker)
+				cmd.ExtraFiles = []*os.File{filterRead}
+				out, err := cmd.CombinedOutput()
+				filterRead.Close()
+				var exitErr *exec.ExitError
+				if !errors.As(err, &exitErr) {
+					t.Errorf("bwrap with a withheld filter: %v\n%s", err, out)
+				}
+				if _, err := os.Stat(marker); err == nil {
+					t.Errorf("the command ran without its filter")
+				}
+			})
 		}
 	})
+}
+
+// unprimedPipe is a filter pipe as hosts without a preamble have it: empty.
+func unprimedPipe(t *testing.T) (*os.File, *heldFilter) {
+	t.Helper()
+	read, write, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return read, &heldFilter{pipe: write}
+}
+
+// TestLiveGateWakesWhenBwrapReadsTheFilter: with a primed pipe the gate's wait ends once
+// bwrap has read the preamble, which it does only after its whole setup: by then the
+// sandbox's root is its own and read-only, and the command has not started (it waits for
+// the program). Released, the command then runs under the filter.
+func TestLiveGateWakesWhenBwrapReadsTheFilter(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		dir := livetest.TempDir(t)
+		marker := filepath.Join(dir, "ran")
+		root := []string{"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+			"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
+			"--bind", dir, dir, "--remount-ro", "/"}
+		launch := startGated(t, bwrap, root, "grep Seccomp: /proc/self/status > "+marker)
+		sandboxRoot, err := launch.await()
+		if err != nil {
+			t.Fatalf("the gate's wait: %v", err)
+		}
+		sandboxRoot.Close()
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("the command ran before its filter was released")
+		}
+		if err := launch.filter.release(launch.program); err != nil {
+			t.Fatal(err)
+		}
+		if err := launch.cmd.Wait(); err != nil {
+			t.Fatalf("bwrap after the release: %v", err)
+		}
+		if got, _ := os.ReadFile(marker); !strings.Contains(string(got), "Seccomp:\t2") {
+			t.Errorf("the command's seccomp status: %q, want filter mode 2", got)
+		}
+	})
+}
+
+// TestLiveGateRefusesAnUnfinishedRoot: a bwrap that asks for its filter while the
+// sandbox's root is still the host's (here bound whole, as no run's argv does) is
+// refused, its filter withheld: the wake alone is never taken for a finished sandbox.
+func TestLiveGateRefusesAnUnfinishedRoot(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		dir := livetest.TempDir(t)
+		marker := filepath.Join(dir, "ran")
+		launch := startGated(t, bwrap, []string{"--ro-bind", "/", "/", "--bind", dir, dir}, "touch "+marker)
+		_, err := launch.await()
+		if err == nil || !strings.Contains(err.Error(), "before the sandbox's root was finished") {
+			t.Fatalf("the gate's wait on a sandbox rooted at the host's /: %v, want a refusal", err)
+		}
+		launch.filter.withhold()
+		if err := launch.cmd.Wait(); err == nil {
+			t.Errorf("bwrap with its filter withheld exited 0")
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("the command ran")
+		}
+	})
+}
+
+// gatedLaunch is bwrap started as Run starts it (a JSON status and a primed filter pipe),
+// without the rest of Run, so a test can hold the gate's wait alone.
+type gatedLaunch struct {
+	cmd     *exec.Cmd
+	filter  *heldFilter
+	program []byte
+	pid     int
+}
+
+func startGated(t *testing.T, bwrap string, mounts []string, script string) *gatedLaunch {
+	t.Helper()
+	program, err := SeccompProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	filterRead, filter, err := newHeldFilter(program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(filter.withhold)
+	if !filter.primed {
+		filterRead.Close()
+		t.Skipf("no preamble fits a %d-byte page: runs watch the mounts here", os.Getpagesize())
+	}
+	statusRead, statusWrite, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { statusRead.Close() })
+	args := append([]string{"--unshare-all", "--unshare-user", "--die-with-parent", "--json-status-fd", "3"}, mounts...)
+	cmd := exec.Command(bwrap, append(args, "--seccomp", "4", "--", "/bin/sh", "-c", script)...)
+	cmd.ExtraFiles = []*os.File{statusWrite, filterRead}
+	err = cmd.Start()
+	statusWrite.Close()
+	filterRead.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	pid := <-watchStatus(statusRead).childPID
+	return &gatedLaunch{cmd: cmd, filter: filter, program: program, pid: pid}
+}
+
+// await is the gate's wait for this launch, bounded.
+func (g *gatedLaunch) await() (*os.File, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return awaitSetup(ctx, g.pid, g.filter)
 }
 
 // TestDescriptorHygieneFailsClosed: where neither close_range nor the descriptor listing

@@ -24,8 +24,9 @@ import (
 //     sandbox from outside (/proc/PID/root, walked without following any symlink) and
 //     found every bind where it belongs: the same directory it checked, read-only where
 //     it must be, and each protected path's parents pinned as mount points. Only then is
-//     the filter written. If bwrapkit dies first, bwrap reads an empty filter, which the
-//     kernel rejects, so the command never runs unchecked.
+//     the filter written. If bwrapkit dies first, bwrap reads no program (at most the
+//     preamble that marks the end of its setup, see filterpipe.go, which the kernel
+//     rejects alone), so the command never runs unchecked.
 
 // source is one bind source held open from check to mount.
 type source struct {
@@ -94,18 +95,32 @@ func expectations(run resolved, sources map[string]source) []expectation {
 	return expected
 }
 
-// awaitSetup waits until the sandboxed child's setup is complete: its root is no longer
-// the host's and is read-only (`--remount-ro /` is bwrap's last mount step, and the
-// final pivot into the new root comes after it). It returns the child's root, open.
+// awaitSetup waits until the sandboxed child's setup is complete and returns the child's
+// root, open. Setup is over when bwrap reads its seccomp filter: with a primed filter
+// pipe (filterpipe.go) that is one event, and the root must then be finished (no longer
+// the host's, and read-only: `--remount-ro /` is bwrap's last mount step, and the final
+// pivot into the new root comes after it), or the sandbox is not the one asked for.
+// Without one, the root is checked at each change of the child's mount table until it is.
 //
-// The wait is event-driven: the child's /proc/PID/mounts turns POLLPRI on every change of
-// its mount namespace (bwrap clones the child into it, so the file opened now watches the
-// sandbox's), its pidfd turns readable when it exits, and ctx's end is a descriptor too.
-// A fixed-interval poll cost CPU that grew with load, and starved bwrap under contention.
-func awaitSetup(ctx context.Context, pid int) (*os.File, error) {
+// Either wait is event-driven: the pipe turns writable, or the child's /proc/PID/mounts
+// turns POLLPRI on every change of its mount namespace (bwrap clones the child into it,
+// so the file opened now watches the sandbox's); its pidfd turns readable when it exits,
+// and ctx's end is a descriptor too. A fixed-interval poll cost CPU that grew with load,
+// and starved bwrap under contention.
+func awaitSetup(ctx context.Context, pid int, filter *heldFilter) (*os.File, error) {
 	var host unix.Stat_t
 	if err := unix.Stat("/", &host); err != nil {
 		return nil, err
+	}
+	if filter.primed {
+		if err := filter.awaitRead(ctx); err != nil {
+			return nil, err
+		}
+		root, done, err := inspectRoot(pid, host)
+		if err == nil && !done {
+			err = errors.New("bwrap asked for its seccomp filter before the sandbox's root was finished (still the host's, or writable)")
+		}
+		return root, err
 	}
 	watch, err := watchSetup(ctx, pid)
 	if err != nil {

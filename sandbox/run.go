@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -321,12 +320,11 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 		return Result{}, &UnavailableError{Reason: ReasonStartFailed, Bwrap: argv[0], Err: err}
 	}
 	defer statusRead.Close()
-	filterRead, filterWrite, err := os.Pipe()
+	filterRead, filter, err := newHeldFilter(plan.program)
 	if err != nil {
 		statusWrite.Close()
 		return Result{}, &UnavailableError{Reason: ReasonStartFailed, Bwrap: argv[0], Err: err}
 	}
-	filter := &heldFilter{pipe: filterWrite}
 	defer filter.withhold()
 
 	// The keeper exists before bwrap does: no moment of the run is unkept.
@@ -547,7 +545,7 @@ func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter, ke
 		}
 		var root *os.File
 		if err == nil {
-			root, err = awaitSetup(ctx, pid)
+			root, err = awaitSetup(ctx, pid, filter)
 		}
 		if err == nil {
 			err = verifyMounts(root, plan.expected)
@@ -619,45 +617,6 @@ func keeperHolds(keeper *lifetime.Keeper) func() error {
 	}
 }
 
-// heldFilter is the write end of the filter pipe: written once when the gate passes, and
-// closed empty otherwise, which makes bwrap fail before the command.
-type heldFilter struct {
-	mu   sync.Mutex
-	pipe *os.File
-	sent bool
-}
-
-func (h *heldFilter) release(program []byte) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.pipe == nil {
-		return errors.New("the sandbox was ended before its filter was released")
-	}
-	_, err := h.pipe.Write(program)
-	h.pipe.Close()
-	h.pipe = nil
-	if err != nil {
-		return fmt.Errorf("handing bwrap its seccomp filter: %w", err)
-	}
-	h.sent = true
-	return nil
-}
-
-func (h *heldFilter) withhold() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.pipe != nil {
-		h.pipe.Close()
-		h.pipe = nil
-	}
-}
-
-func (h *heldFilter) released() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sent
-}
-
 // startInFreshKeyring starts process from a thread of its own that first joins a new,
 // empty session keyring: bwrap does not namespace keyrings, and the child inherits the
 // forking thread's, so the caller's keys would otherwise be one keyctl away. The thread
@@ -692,6 +651,7 @@ func startInFreshKeyring(process *exec.Cmd, group *cgroup.Group) (<-chan error, 
 			return
 		}
 		started <- nil
+		lifetime.ParkUntilExited(process.Process.Pid)
 		exited <- process.Wait()
 	}()
 	if err := <-started; err != nil {

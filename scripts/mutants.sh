@@ -52,6 +52,18 @@ into: for _, bind := range run.binds[1:] {
 test: ./sandbox TestTheGateChecksTheBindsTheArgvMakes
 what: the gate checks every bind the argv makes
 
+file: sandbox/gate.go
+line: if err == nil && !done {
+into: if err == nil && !done && false {
+test: ./sandbox TestLiveGateRefusesAnUnfinishedRoot
+what: the gate refuses a sandbox whose root is unfinished when bwrap asks for its filter
+
+file: sandbox/seccomp/preamble.go
+line: binary.LittleEndian.PutUint16(entry[0:], opJump)
+into: binary.LittleEndian.PutUint16(entry[0:], opReturn)
+test: ./sandbox/seccomp TestPreambleAloneIsNoProgram
+what: the filter pipe's preamble alone is no program the kernel loads
+
 file: sandbox/argv.go
 line: "--cap-drop", "ALL", "--clearenv")
 into: "--cap-drop", "ALL")

@@ -12,6 +12,7 @@ const (
 	opJumpEq   = 0x15 // BPF_JMP | BPF_JEQ | BPF_K: A == k
 	opJumpSet  = 0x45 // BPF_JMP | BPF_JSET | BPF_K: A & k != 0
 	opReturn   = 0x06 // BPF_RET | BPF_K: return k
+	opJump     = 0x05 // BPF_JMP | BPF_JA: skip the next k instructions (Preamble only)
 )
 
 // Where the fields of struct seccomp_data are (include/uapi/linux/seccomp.h).

@@ -24,8 +24,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "exit":
 		os.Exit(0)
-	case "load":
-		if err := loadFilter(); err != nil {
+	case "load", "load-preamble", "load-preamble-alone":
+		if err := loadFilter(os.Getenv(helperEnv)); err != nil {
 			fmt.Fprintln(os.Stderr, "load filter:", err)
 			os.Exit(3)
 		}
@@ -34,8 +34,10 @@ func TestMain(m *testing.M) {
 }
 
 // loadFilter does what bwrap does before it execs the command: no_new_privs, then the
-// program, to every thread of this process (a Go process has several).
-func loadFilter() error {
+// program, to every thread of this process (a Go process has several). As
+// "load-preamble", the program comes behind the gate's Preamble, as bwrap reads it from
+// a run's filter pipe; as "load-preamble-alone", the preamble is all there is.
+func loadFilter(mode string) error {
 	runtime.LockOSThread()
 	arch, err := NativeArch()
 	if err != nil {
@@ -44,6 +46,15 @@ func loadFilter() error {
 	raw, err := Program(arch)
 	if err != nil {
 		return err
+	}
+	if mode != "load" {
+		preamble, err := Preamble(os.Getpagesize(), raw)
+		if err != nil {
+			return err
+		}
+		if raw = append(preamble, raw...); mode == "load-preamble-alone" {
+			raw = preamble
+		}
 	}
 	// The kernel reads the bytes as struct sock_filter in place; so does this.
 	filters := make([]unix.SockFilter, len(raw)/8)

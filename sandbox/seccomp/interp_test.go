@@ -59,6 +59,10 @@ func validate(insns []instruction) error {
 			if pc+1+int(insn.jt) >= len(insns) || pc+1+int(insn.jf) >= len(insns) {
 				return fmt.Errorf("%d: jump out of the program", pc)
 			}
+		case opJump:
+			if pc+1+int(insn.k) >= len(insns) {
+				return fmt.Errorf("%d: jump out of the program", pc)
+			}
 		case opReturn:
 		default:
 			return fmt.Errorf("%d: opcode %#x the program should not emit", pc, insn.code)
@@ -90,6 +94,8 @@ func run(insns []instruction, d seccompData) (uint32, error) {
 			} else {
 				pc += 1 + int(insn.jf)
 			}
+		case opJump:
+			pc += 1 + int(insn.k)
 		case opReturn:
 			return insn.k, nil
 		default:

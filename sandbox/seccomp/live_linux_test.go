@@ -45,6 +45,29 @@ func TestFilterLive(t *testing.T) {
 	checkProbes(t, string(out), dir)
 }
 
+// TestFilterLiveBehindThePreamble: the program behind the launch gate's preamble, as
+// bwrap reads it from a run's filter pipe, is the same filter to the real kernel; the
+// preamble alone is refused by it (so a bwrap left with only the preamble fails).
+func TestFilterLiveBehindThePreamble(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testExecutable(t), "probe", dir)
+	cmd.Env = append(os.Environ(), helperEnv+"=load-preamble")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	checkProbes(t, string(out), dir)
+
+	alone := exec.CommandContext(ctx, testExecutable(t), "probe", dir)
+	alone.Env = append(os.Environ(), helperEnv+"=load-preamble-alone")
+	out, err = alone.CombinedOutput()
+	if !strings.Contains(string(out), "seccomp(SECCOMP_SET_MODE_FILTER): invalid argument") {
+		t.Fatalf("the preamble alone: %v\n%s\nwant the kernel's EINVAL", err, out)
+	}
+}
+
 // TestProbesNeedTheFilter runs the probes with no filter: each refusal must then come
 // out differently, or the live tests above could pass with the filter gone. The listed
 // probes may meet the same answer from a kernel configured against them; there this

@@ -34,15 +34,11 @@ func testExecutable(t *testing.T) string {
 // tries every probe against the real kernel.
 func TestFilterLive(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, testExecutable(t), "probe", dir)
-	cmd.Env = append(os.Environ(), helperEnv+"=load")
-	out, err := cmd.CombinedOutput()
+	out, err := probesUnder(t, "load", dir)
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
-	checkProbes(t, string(out), dir)
+	checkProbes(t, out, dir)
 }
 
 // TestFilterLiveBehindThePreamble: the program behind the launch gate's preamble, as
@@ -50,22 +46,27 @@ func TestFilterLive(t *testing.T) {
 // preamble alone is refused by it (so a bwrap left with only the preamble fails).
 func TestFilterLiveBehindThePreamble(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, testExecutable(t), "probe", dir)
-	cmd.Env = append(os.Environ(), helperEnv+"=load-preamble")
-	out, err := cmd.CombinedOutput()
+	out, err := probesUnder(t, "load-preamble", dir)
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
-	checkProbes(t, string(out), dir)
-
-	alone := exec.CommandContext(ctx, testExecutable(t), "probe", dir)
-	alone.Env = append(os.Environ(), helperEnv+"=load-preamble-alone")
-	out, err = alone.CombinedOutput()
-	if !strings.Contains(string(out), "seccomp(SECCOMP_SET_MODE_FILTER): invalid argument") {
+	checkProbes(t, out, dir)
+	out, err = probesUnder(t, "load-preamble-alone", dir)
+	if !strings.Contains(out, "seccomp(SECCOMP_SET_MODE_FILTER): invalid argument") {
 		t.Fatalf("the preamble alone: %v\n%s\nwant the kernel's EINVAL", err, out)
 	}
+}
+
+// probesUnder runs every probe in the helper after it loaded its filter as mode says (see
+// TestMain), and returns what it printed.
+func probesUnder(t *testing.T, mode, dir string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testExecutable(t), "probe", dir)
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // TestProbesNeedTheFilter runs the probes with no filter: each refusal must then come

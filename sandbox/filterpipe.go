@@ -54,24 +54,33 @@ func newHeldFilter(program []byte) (read *os.File, h *heldFilter, err error) {
 	// Only a pipe the runtime's poller took can be waited on as awaitRead does (a
 	// deadline is how it is woken); otherwise the gate watches the mounts.
 	if h.pipe.SetWriteDeadline(time.Time{}) == nil {
-		h.primed = h.prime(fds[1], program)
+		if h.primed, err = h.prime(fds[1], program); err != nil {
+			read.Close()
+			h.withhold()
+			return nil, nil, err
+		}
 	}
 	return read, h, nil
 }
 
-// prime shrinks the pipe to one page and fills it with the preamble; false leaves the
-// pipe empty and unprimed.
-func (h *heldFilter) prime(fd int, program []byte) bool {
+// prime shrinks the pipe to one page and fills it with the preamble. false, with no
+// error, leaves the pipe empty and unprimed: the page is too large for a preamble, the
+// program is too large to follow it in one atomic write, or the pipe keeps its size. Once
+// the preamble is going in, any failure is an error: part of a preamble in front of the
+// program would make its first jump land inside the program.
+func (h *heldFilter) prime(fd int, program []byte) (bool, error) {
 	page := os.Getpagesize()
 	preamble, err := seccomp.Preamble(page, program)
-	if err != nil {
-		return false
+	if err != nil || len(program) > pipeAtomicWrite {
+		return false, nil
 	}
 	if size, err := unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, page); err != nil || size != page {
-		return false
+		return false, nil
 	}
-	n, err := unix.Write(fd, preamble)
-	return err == nil && n == page
+	if n, err := unix.Write(fd, preamble); err != nil || n != page {
+		return false, fmt.Errorf("priming the seccomp filter pipe: wrote %d of %d bytes (%v)", n, page, err)
+	}
+	return true, nil
 }
 
 // awaitRead waits, parked in the runtime's poller, until bwrap has read the whole

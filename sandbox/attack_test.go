@@ -430,6 +430,7 @@ func TestLiveFilterWithheldMeansNoCommand(t *testing.T) {
 				if primed {
 					filterRead.Close()
 					filter.withhold()
+					var err error // the subtests run in parallel: not the test's own err
 					if filterRead, filter, err = newHeldFilter(program); err != nil {
 						t.Fatal(err)
 					}

@@ -426,20 +426,12 @@ func TestLiveFilterWithheldMeansNoCommand(t *testing.T) {
 		for _, primed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("primed=%v", primed), func(t *testing.T) {
 				marker := filepath.Join(livetest.TempDir(t), "ran")
-				filterRead, filter := unprimedPipe(t)
+				var filterRead *os.File
+				var filter *heldFilter
 				if primed {
-					filterRead.Close()
-					filter.withhold()
-					var err error // the subtests run in parallel: not the test's own err
-					if filterRead, filter, err = newHeldFilter(program); err != nil {
-						t.Fatal(err)
-					}
-					switch {
-					case !filter.primed && os.Getpagesize() == 4096:
-						t.Fatalf("a filter pipe on a host with 4 KiB pages was not primed")
-					case !filter.primed:
-						t.Skipf("no preamble fits a %d-byte page: runs watch the mounts here", os.Getpagesize())
-					}
+					filterRead, filter = primedPipe(t, program)
+				} else {
+					filterRead, filter = unprimedPipe(t)
 				}
 				filter.withhold()
 				cmd := exec.Command(bwrap, "--unshare-all", "--unshare-user", "--die-with-parent",
@@ -468,6 +460,25 @@ func unprimedPipe(t *testing.T) (*os.File, *heldFilter) {
 		t.Fatal(err)
 	}
 	return read, &heldFilter{pipe: write}
+}
+
+// primedPipe is a run's filter pipe, primed for program; the test is skipped where no
+// preamble fits the host's page, and fails where one should have (4 KiB pages).
+func primedPipe(t *testing.T, program []byte) (*os.File, *heldFilter) {
+	t.Helper()
+	read, filter, err := newHeldFilter(program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(filter.withhold)
+	if !filter.primed {
+		read.Close()
+		if os.Getpagesize() == 4096 {
+			t.Fatalf("a filter pipe on a host with 4 KiB pages was not primed")
+		}
+		t.Skipf("no preamble fits a %d-byte page: runs watch the mounts here", os.Getpagesize())
+	}
+	return read, filter
 }
 
 // TestLiveGateWakesWhenBwrapReadsTheFilter: with a primed pipe the gate's wait ends once
@@ -539,15 +550,7 @@ func startGated(t *testing.T, bwrap string, mounts []string, script string) *gat
 	if err != nil {
 		t.Fatal(err)
 	}
-	filterRead, filter, err := newHeldFilter(program)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(filter.withhold)
-	if !filter.primed {
-		filterRead.Close()
-		t.Skipf("no preamble fits a %d-byte page: runs watch the mounts here", os.Getpagesize())
-	}
+	filterRead, filter := primedPipe(t, program)
 	statusRead, statusWrite, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -31,9 +31,9 @@ type heldFilter struct {
 	pipe   *os.File // non-blocking, so the runtime's poller waits on it
 	primed bool
 
-	mu       sync.Mutex
-	sent     bool
-	withheld bool
+	mu     sync.Mutex
+	sent   bool // the program went in whole
+	closed bool // by release or withhold: written once, at most
 }
 
 // newHeldFilter makes the filter pipe, primed where the host's page size allows a
@@ -69,9 +69,12 @@ func newHeldFilter(program []byte) (read *os.File, h *heldFilter, err error) {
 // the preamble is going in, any failure is an error: part of a preamble in front of the
 // program would make its first jump land inside the program.
 func (h *heldFilter) prime(fd int, program []byte) (bool, error) {
+	if len(program) > pipeAtomicWrite {
+		return false, nil
+	}
 	page := os.Getpagesize()
 	preamble, err := seccomp.Preamble(page, program)
-	if err != nil || len(program) > pipeAtomicWrite {
+	if err != nil {
 		return false, nil
 	}
 	if size, err := unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, page); err != nil || size != page {
@@ -117,13 +120,13 @@ func (h *heldFilter) awaitRead(ctx context.Context) error {
 func (h *heldFilter) release(program []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.withheld {
+	if h.closed {
 		return errors.New("the sandbox was ended before its filter was released")
 	}
 	// Room for it all: the pipe is empty (unprimed) or bwrap has read the preamble.
 	_, err := h.pipe.Write(program)
 	h.pipe.Close()
-	h.withheld = true
+	h.closed = true
 	if err != nil {
 		return fmt.Errorf("handing bwrap its seccomp filter: %w", err)
 	}
@@ -136,9 +139,9 @@ func (h *heldFilter) release(program []byte) error {
 func (h *heldFilter) withhold() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.withheld {
+	if !h.closed {
 		h.pipe.Close()
-		h.withheld = true
+		h.closed = true
 	}
 }
 

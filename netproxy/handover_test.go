@@ -36,6 +36,10 @@ const (
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperMode); mode != "" {
+		if mode == joinedMode {
+			json.NewEncoder(os.Stdout).Encode(joinedHelper(os.Getenv(helperURL)))
+			os.Exit(0)
+		}
 		json.NewEncoder(os.Stdout).Encode(handOverHelper(mode, os.Getenv(helperSocket), os.Getenv(helperURL)))
 		os.Exit(0)
 	}
@@ -84,20 +88,26 @@ func handOverHelper(mode, socket, target string) (report helperReport) {
 		response.Body.Close()
 		report.Denied = response.Status + " " + string(body)
 	}
-	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "udp", "127.0.0.1:53")
-	}}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	began := time.Now()
-	_, err = resolver.LookupHost(ctx, "inside.example.org")
-	report.Lookup, report.LookupMillis = errString(err), time.Since(began).Milliseconds()
+	report.Lookup, report.LookupMillis = lookupInside("inside.example.org")
 	second, err := bridge.ListenInside("127.0.0.1:3129")
 	if err == nil {
 		err = bridge.HandOver(socket, second)
 	}
 	report.Again = errString(err)
 	return report
+}
+
+// lookupInside looks name up at 127.0.0.1:53 of the caller's namespace, as a command's
+// resolver would: the error ("" for none) and how long it took.
+func lookupInside(name string) (string, int64) {
+	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "udp", "127.0.0.1:53")
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	began := time.Now()
+	_, err := resolver.LookupHost(ctx, name)
+	return errString(err), time.Since(began).Milliseconds()
 }
 
 func errString(err error) string {

@@ -54,6 +54,14 @@ func bindResolver(fd, i int) (conn net.PacketConn, err error) {
 	if i >= len(bridge.ResolverAddresses) {
 		return nil, errors.New("more sockets than resolver addresses")
 	}
+	// Free to bind before the address is up (IP_FREEBIND, IPV6_FREEBIND): a proxy that
+	// makes the sandbox's sockets itself does so while bwrap may not have brought up lo.
+	level, option := unix.IPPROTO_IP, unix.IP_FREEBIND
+	if _, v6 := bridge.ResolverAddresses[i].(*unix.SockaddrInet6); v6 {
+		level, option = unix.IPPROTO_IPV6, unix.IPV6_FREEBIND
+	}
+	// A kernel without it (IPV6_FREEBIND came in Linux 4.15) binds as it always did.
+	_ = unix.SetsockoptInt(fd, level, option, 1)
 	if err := unix.Bind(fd, bridge.ResolverAddresses[i]); err != nil {
 		return nil, err
 	}

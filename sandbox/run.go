@@ -57,6 +57,11 @@ type Options struct {
 	// NetJoiner is the proxy that makes its own listener in the sandbox, for a NetProxy
 	// that is Joined (and only then).
 	NetJoiner Joiner
+	// Hold is the run's keeper and cgroup, made ahead with Prepare(Keeper, the policy's
+	// Limits) while the caller did other work; nil, or one made for another keeper or
+	// other bounds: Run makes its own. The caller Releases it in any case (a no-op once
+	// Run took it).
+	Hold *Hold
 	// Caches are the caller's tool caches to layer under the project HOME's (see
 	// CacheLayer); a bwrap without --overlay gets none.
 	Caches []CacheLayer
@@ -327,21 +332,22 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 	}
 	defer filter.withhold()
 
-	// The keeper exists before bwrap does: no moment of the run is unkept.
-	var keeper *lifetime.Keeper
+	// The keeper exists before bwrap does: no moment of the run is unkept. So does the
+	// run's cgroup, where the host allows one (bwrap is started in it), which the keeper
+	// is told of before it is made. Both may be under way already (Options.Hold).
+	hold := opts.Hold
+	if !hold.take(opts.Keeper, plan.limits) {
+		hold = Prepare(opts.Keeper, plan.limits)
+		hold.taken.Store(true)
+	}
+	keeper, group, cgroups, err := hold.wait()
 	mode := LifetimeUnkept
-	if opts.Keeper != "" {
-		if keeper, err = lifetime.Start(opts.Keeper); err != nil {
-			statusWrite.Close()
-			filterRead.Close()
-			return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: argv[0], Err: err}
-		}
-		// Said last, once everything of the run is gone (the deferred calls run in reverse).
-		defer keeper.Release()
+	if keeper != nil {
 		mode = LifetimeKeeper
 	}
-	// So does the run's cgroup, where the host allows one: bwrap is started in it.
-	group, cgroups, err := startCgroup(plan, keeper)
+	// Said last, once everything of the run is gone (the deferred calls run in reverse):
+	// the cgroup is removed, then the keeper let go.
+	defer hold.end()
 	if err != nil {
 		statusWrite.Close()
 		filterRead.Close()
@@ -543,6 +549,15 @@ func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter, ke
 				err = childGoneError{err} // the child died in its setup before its bounds were set
 			}
 		}
+		// The proxy makes its sockets in the sandbox's network namespace while bwrap
+		// builds the rest: the namespace is the child's from its clone, and the sockets
+		// are bound with IP_FREEBIND, so they work whether bwrap has brought up lo yet or
+		// not. The command cannot exist before both are done (the filter is withheld).
+		var joined chan error
+		if err == nil && plan.joiner != nil {
+			joined = make(chan error, 1)
+			go func() { joined <- joinNetwork(pid, initFD, plan.joiner) }()
+		}
 		var root *os.File
 		if err == nil {
 			root, err = awaitSetup(ctx, pid, filter)
@@ -551,8 +566,11 @@ func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter, ke
 			err = verifyMounts(root, plan.expected)
 			root.Close()
 		}
-		if err == nil && plan.joiner != nil {
-			err = joinNetwork(pid, initFD, plan.joiner)
+		if joined != nil {
+			// Always awaited: it holds initFD, which this goroutine closes.
+			if joinErr := <-joined; err == nil {
+				err = joinErr
+			}
 		}
 		if err == nil && kept != nil {
 			// Last before the command may exist: the keeper holds pid 1 (see keeperHolds).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bwrapkit/bwrapkit/sandbox/cgroup"
 	"github.com/bwrapkit/bwrapkit/sandbox/lifetime"
+	"github.com/bwrapkit/bwrapkit/sandbox/limits"
 )
 
 // cgroupEndBound is how long a run's end waits for its cgroup to empty after
@@ -37,19 +38,24 @@ type runCgroup struct {
 	oomKills, bound uint64
 }
 
-// startCgroup makes the run's cgroup where the host allows it and names it to the
-// keeper, before bwrap exists. A nil Group: none (the host's Why says why).
-func startCgroup(plan *launchPlan, keeper *lifetime.Keeper) (*cgroup.Group, *runCgroup, error) {
-	var announce func([]string) error
-	if keeper != nil {
-		announce = func(paths []string) error {
-			if err := keeper.WatchCgroup(paths); err != nil {
-				return fmt.Errorf("the run's keeper is gone: %w", err)
-			}
+// startCgroup makes the run's cgroup for bounds l where the host allows it and names it
+// to the run's keeper, if it has one (keeper waits for it), before the cgroup is made
+// and before bwrap exists. A nil Group: none (the host's Why says why).
+func startCgroup(l limits.Limits, keeper func() (*lifetime.Keeper, error)) (*cgroup.Group, *runCgroup, error) {
+	announce := func(paths []string) error {
+		kept, err := keeper()
+		switch {
+		case err != nil:
+			return err
+		case kept == nil:
 			return nil
 		}
+		if err := kept.WatchCgroup(paths); err != nil {
+			return fmt.Errorf("the run's keeper is gone: %w", err)
+		}
+		return nil
 	}
-	group, host, err := cgroup.ForRun(plan.limits, announce)
+	group, host, err := cgroup.ForRun(l, announce)
 	if err != nil {
 		return nil, nil, err
 	}

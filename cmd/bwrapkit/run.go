@@ -315,6 +315,24 @@ func prepare(ctx context.Context, opts *runOptions) (string, sandbox.Policy, err
 	return found.Path, policy, nil
 }
 
+// prepareHold starts making the run's keeper and cgroup (sandbox.Prepare) for the bounds
+// the policy will have. nil where bwrapkit's own binary is not there to be the keeper
+// (programsPresent refuses the run) or the bounds are bad (the policy refuses them).
+func prepareHold(opts *runOptions) *sandbox.Hold {
+	if opts.programs == nil {
+		programs, _ := findPrograms()
+		opts.programs = &programs
+	}
+	if programsPresent(*opts.programs) != nil {
+		return nil
+	}
+	bounds, err := limits.Parse(opts.request.Limits, limits.Defaults())
+	if err != nil {
+		return nil
+	}
+	return sandbox.Prepare(opts.programs.helper, bounds)
+}
+
 // unavailableFromLocate explains a failed search as the sandbox's unavailability.
 func unavailableFromLocate(err error) error {
 	var explicit *locate.ExplicitError
@@ -352,6 +370,10 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	defer report.close()
+	// The run's keeper and cgroup are made while the policy is resolved: starting a
+	// program and writing the cgroupfs are mostly the kernel's work, on another CPU.
+	hold := prepareHold(opts)
+	defer hold.Release() // a no-op once the run took it
 	facts := runFacts{}
 	bwrap, policy, err := prepare(ctx, opts)
 	facts.bwrap, facts.policy, facts.version = bwrap, effectivePolicy(opts, policy), policy.Features.Version
@@ -424,6 +446,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		NetProxy:     netProxy,
 		NetJoiner:    proxy.joiner(),
 		Caches:       caches,
+		Hold:         hold,
 	})
 	facts.result, facts.err = result, err
 	proxy.stop()

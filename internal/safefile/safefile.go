@@ -125,24 +125,36 @@ func Open(path string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), path), nil
 }
 
-// ReadFile is Open plus a read of at most max bytes; a larger file is a KindTooLarge error
+// ReadFile is Open plus a read of at most limit bytes; a larger file is a KindTooLarge error
 // and nothing of it is returned.
-func ReadFile(path string, max int64) ([]byte, error) {
+func ReadFile(path string, limit int64) ([]byte, error) {
 	file, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
-	if info, err := file.Stat(); err == nil && info.Size() > max {
-		return nil, &Error{Path: path, Kind: KindTooLarge, Limit: max}
+	size := int64(512)
+	if info, err := file.Stat(); err == nil {
+		if info.Size() > limit {
+			return nil, &Error{Path: path, Kind: KindTooLarge, Limit: limit}
+		}
+		size = max(size, info.Size()+1) // +1: room for the read that finds the end
 	}
-	// The size is read again through a limit: the file may grow after the fstat.
-	data, err := io.ReadAll(io.LimitReader(file, max+1))
-	if err != nil {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	// Read as os.ReadFile reads (one read for a file whose size fstat saw, not a dozen
+	// growing ones for a git index), but never past limit: the file may grow after the fstat.
+	data := make([]byte, 0, min(size, limit+1))
+	for {
+		n, err := file.Read(data[len(data):min(cap(data), int(limit)+1)])
+		data = data[:len(data)+n]
+		switch {
+		case int64(len(data)) > limit:
+			return nil, &Error{Path: path, Kind: KindTooLarge, Limit: limit}
+		case err == io.EOF:
+			return data, nil
+		case err != nil:
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		case len(data) == cap(data):
+			data = append(data, 0)[:len(data)]
+		}
 	}
-	if int64(len(data)) > max {
-		return nil, &Error{Path: path, Kind: KindTooLarge, Limit: max}
-	}
-	return data, nil
 }

@@ -66,6 +66,12 @@ func ListenInside(address string) (*os.File, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
 	}
+	// Free to bind before the address is up: the proxy makes this listener from outside
+	// while bwrap is still setting up the sandbox, perhaps before it brings up lo.
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_FREEBIND, 1); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("setsockopt IP_FREEBIND", err)
+	}
 	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: int(addrPort.Port()), Addr: addrPort.Addr().As4()}); err != nil {
 		unix.Close(fd)
 		return nil, os.NewSyscallError("bind", err)

@@ -1,0 +1,114 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+	"github.com/bwrapkit/bwrapkit/sandbox/limits"
+)
+
+// TestHoldIsTakenOnceByItsRun: a Hold goes to the run of the keeper and bounds it was
+// made for, once; a run of another keeper or other bounds makes its own; and Release
+// after the take leaves it to the run that took it.
+func TestHoldIsTakenOnceByItsRun(t *testing.T) {
+	bounds, err := limits.Parse([]string{"pids=100"}, limits.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	close(ready)
+	hold := &Hold{keeper: "/k", limits: bounds, ready: ready}
+	var none *Hold
+	switch {
+	case none.take("/k", bounds):
+		t.Error("a nil hold was taken")
+	case hold.take("/other", bounds):
+		t.Error("taken by the run of another keeper")
+	case hold.take("/k", limits.Defaults()):
+		t.Error("taken by a run of other bounds")
+	case !hold.take("/k", bounds):
+		t.Error("not taken by its own run")
+	case hold.take("/k", bounds):
+		t.Error("taken twice")
+	}
+	hold.Release() // taken: the run ends it, not this
+	ended := false
+	hold.once.Do(func() { ended = true })
+	if !ended {
+		t.Error("Release ended a hold a run had taken")
+	}
+}
+
+// TestLivePreparedHoldHoldsTheRun: a Hold prepared ahead holds the run it is passed to:
+// the sandbox's processes are in its cgroup (where the host gives one) and the run is
+// kept; the run removes that cgroup at its end. A hold made for other bounds is left
+// alone by the run, and its Release removes its cgroup.
+func TestLivePreparedHoldHoldsTheRun(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		policy, err := NewPolicy(Request{Workdir: livetest.TempDir(t)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keeper := testExecutable(t)
+		hold := Prepare(keeper, policy.Limits)
+		defer hold.Release()
+		other, err := limits.Parse([]string{"pids=321"}, limits.Defaults())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stranger := Prepare(keeper, other)
+		defer stranger.Release()
+		_, group, _, holdErr := hold.wait()
+		_, strangerGroup, _, strangerErr := stranger.wait()
+		if holdErr != nil || strangerErr != nil {
+			t.Fatalf("preparing: %v; %v", holdErr, strangerErr)
+		}
+		seen := make(chan string, 1)
+		if group != nil {
+			procs := filepath.Join(group.Paths()[0], "cgroup.procs")
+			go func() {
+				deadline := time.Now().Add(5 * time.Second)
+				for time.Now().Before(deadline) {
+					if data, _ := os.ReadFile(procs); len(strings.TrimSpace(string(data))) > 0 {
+						seen <- strings.TrimSpace(string(data))
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+				seen <- ""
+			}()
+		}
+		result, err := Run(context.Background(), policy, []string{"/bin/sleep", "0.3"}, Options{Bwrap: bwrap, Keeper: keeper, Hold: hold})
+		if err != nil || result.ExitCode != 0 || result.Lifetime != LifetimeKeeper {
+			t.Fatalf("the run: %+v %v, want a kept run that exits 0", result, err)
+		}
+		if group == nil {
+			t.Logf("no cgroup on this host for this user (%s): the keeper alone was prepared", result.Cgroup.Why)
+			return
+		}
+		if procs := <-seen; procs == "" {
+			t.Errorf("no process of the run appeared in the prepared cgroup %s", group.Paths()[0])
+		}
+		for _, dir := range group.Paths() {
+			if _, err := os.Stat(dir); err == nil {
+				t.Errorf("the run left its prepared cgroup %s", dir)
+			}
+		}
+		for _, dir := range strangerGroup.Paths() {
+			if _, err := os.Stat(dir); err != nil {
+				t.Errorf("the run took a hold made for other bounds: its cgroup %s is gone (%v)", dir, err)
+			}
+		}
+		stranger.Release()
+		for _, dir := range strangerGroup.Paths() {
+			if _, err := os.Stat(dir); err == nil {
+				t.Errorf("Release left the untaken hold's cgroup %s", dir)
+			}
+		}
+	})
+}

@@ -54,14 +54,13 @@ func bindResolver(fd, i int) (conn net.PacketConn, err error) {
 	if i >= len(bridge.ResolverAddresses) {
 		return nil, errors.New("more sockets than resolver addresses")
 	}
-	// Free to bind before the address is up (IP_FREEBIND, IPV6_FREEBIND): a proxy that
-	// makes the sandbox's sockets itself does so while bwrap may not have brought up lo.
-	level, option := unix.IPPROTO_IP, unix.IP_FREEBIND
-	if _, v6 := bridge.ResolverAddresses[i].(*unix.SockaddrInet6); v6 {
-		level, option = unix.IPPROTO_IPV6, unix.IPV6_FREEBIND
+	// Free to bind before the address is up: a proxy that makes the sandbox's sockets
+	// itself does so while bwrap may not have brought up lo, and ::1 exists only from
+	// then. IP_FREEBIND at the IP level serves an IPv6 socket too, on every kernel
+	// (IPV6_FREEBIND, from Linux 4.15, sets the same flag).
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_FREEBIND, 1); err != nil {
+		return nil, os.NewSyscallError("setsockopt IP_FREEBIND", err)
 	}
-	// A kernel without it (IPV6_FREEBIND came in Linux 4.15) binds as it always did.
-	_ = unix.SetsockoptInt(fd, level, option, 1)
 	if err := unix.Bind(fd, bridge.ResolverAddresses[i]); err != nil {
 		return nil, err
 	}

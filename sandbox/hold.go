@@ -3,6 +3,7 @@ package sandbox
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bwrapkit/bwrapkit/sandbox/cgroup"
 	"github.com/bwrapkit/bwrapkit/sandbox/lifetime"
@@ -11,12 +12,14 @@ import (
 
 // Hold is what holds one run besides bwrap: its keeper (Options.Keeper) and its cgroup
 // (docs/lifetime.md). Both exist before bwrap does. Making them is a program start and a
-// few cgroupfs writes, most of it the kernel's work: Run makes them itself, but a caller
-// that has work of its own before Run (the CLI resolves the policy) can have them made
-// meanwhile, on another CPU, with Prepare, and pass the Hold in Options.Hold.
+// few cgroupfs reads and writes, most of it the kernel's work: Run makes them itself, but
+// a caller with work of its own left before Run (the CLI: its home, caches and proxy) can
+// have them made meanwhile, on another CPU, with Prepare, and pass the Hold in
+// Options.Hold.
 type Hold struct {
 	keeper string
 	limits limits.Limits
+	made   time.Time
 	ready  chan struct{} // closed once the fields below are set
 	kept   *lifetime.Keeper
 	group  *cgroup.Group
@@ -26,31 +29,53 @@ type Hold struct {
 	once   sync.Once
 }
 
+// holdFresh is how long a Hold waits for its run: well within the minute after which
+// another run sweeps a cgroup that holds no process as abandoned (package cgroup).
+const holdFresh = 10 * time.Second
+
 // Prepare starts making a run's keeper (keeper names the executable, as Options.Keeper
 // does; "" for none) and its cgroup for the bounds l (the policy's Limits), and returns
-// at once. The Run it is passed to takes it over if it was made for that run's keeper and
-// bounds, and makes its own otherwise; one no Run took must be Released.
-func Prepare(keeper string, l limits.Limits) *Hold {
-	h := &Hold{keeper: keeper, limits: l, ready: make(chan struct{})}
+// at once. Like Run, it first sets close-on-exec on every descriptor of the process above
+// 2, so the keeper inherits none of the caller's. Pass the Hold to the Run it is for,
+// within seconds: Run takes it over if it was made for that run's keeper and bounds and
+// is fresh, and makes its own otherwise. Release it in any case (a no-op once taken).
+func Prepare(keeper string, l limits.Limits) *Hold { return prepare(keeper, l, true) }
+
+// prepare is Prepare; seal false for Run's own hold, whose descriptors Run sealed already.
+func prepare(keeper string, l limits.Limits, seal bool) *Hold {
+	h := &Hold{keeper: keeper, limits: l, made: time.Now(), ready: make(chan struct{})}
 	go func() {
 		defer close(h.ready)
-		// The keeper starts on a goroutine of its own too: its fork and exec overlap with
-		// reading the host's cgroup layout, and it is told of the cgroup before it is made.
-		pending := startKeeper(keeper)
-		group, host, cgroupErr := startCgroup(l, pending.wait)
-		h.kept, h.err = pending.wait()
-		h.group, h.host = group, host
-		if h.err == nil {
+		if seal {
+			if h.err = keepInheritedFDsOut(); h.err != nil {
+				return
+			}
+		}
+		// The keeper starts when the cgroup is about to be made (announce; after the host
+		// is known, and bwrapkit has moved into its leaf if it must), or after, where the
+		// host gives none; it is told of the cgroup before the cgroup exists.
+		started := false
+		keep := func() (*lifetime.Keeper, error) {
+			if !started && keeper != "" {
+				h.kept, h.err = lifetime.Start(keeper)
+			}
+			started = true
+			return h.kept, h.err
+		}
+		group, host, cgroupErr := startCgroup(l, keep)
+		if _, err := keep(); err == nil && cgroupErr != nil {
 			h.err = cgroupErr
 		}
+		h.group, h.host = group, host
 	}()
 	return h
 }
 
 // take hands the hold to the run of keeper and bounds l: false when it was made for
-// another run's, or was taken or released already.
+// another run's, is stale, or was taken or released already.
 func (h *Hold) take(keeper string, l limits.Limits) bool {
-	return h != nil && h.keeper == keeper && h.limits == l && h.taken.CompareAndSwap(false, true)
+	return h != nil && h.ready != nil && h.keeper == keeper && h.limits == l &&
+		time.Since(h.made) < holdFresh && h.taken.CompareAndSwap(false, true)
 }
 
 // wait returns the hold once made. A non-nil error: the run cannot be held as it must
@@ -64,7 +89,7 @@ func (h *Hold) wait() (*lifetime.Keeper, *cgroup.Group, *runCgroup, error) {
 // over. It does nothing to a hold a Run took (the Run ends that), and may be called more
 // than once.
 func (h *Hold) Release() {
-	if h == nil || !h.taken.CompareAndSwap(false, true) {
+	if h == nil || h.ready == nil || !h.taken.CompareAndSwap(false, true) {
 		return
 	}
 	h.end()
@@ -78,31 +103,4 @@ func (h *Hold) end() {
 		h.group.End(cgroupEndBound)
 		h.kept.Release()
 	})
-}
-
-// pendingKeeper is a run's keeper being started on a goroutine of its own.
-type pendingKeeper struct {
-	started chan struct{}
-	keeper  *lifetime.Keeper
-	err     error
-}
-
-// startKeeper starts executable as the run's keeper (lifetime.Start) without waiting for
-// it; wait returns it. An empty executable: no keeper, and wait returns nil, nil.
-func startKeeper(executable string) *pendingKeeper {
-	p := &pendingKeeper{started: make(chan struct{})}
-	if executable == "" {
-		close(p.started)
-		return p
-	}
-	go func() {
-		defer close(p.started)
-		p.keeper, p.err = lifetime.Start(executable)
-	}()
-	return p
-}
-
-func (p *pendingKeeper) wait() (*lifetime.Keeper, error) {
-	<-p.started
-	return p.keeper, p.err
 }

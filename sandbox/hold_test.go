@@ -5,16 +5,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
 	"github.com/bwrapkit/bwrapkit/sandbox/limits"
+	"golang.org/x/sys/unix"
 )
 
 // TestHoldIsTakenOnceByItsRun: a Hold goes to the run of the keeper and bounds it was
-// made for, once; a run of another keeper or other bounds makes its own; and Release
-// after the take leaves it to the run that took it.
+// made for, once, while fresh; a run of another keeper or other bounds makes its own, as
+// does the run given a stale hold or one not made by Prepare (whose Release does
+// nothing, and does not hang); and Release after the take leaves it to the run that
+// took it.
 func TestHoldIsTakenOnceByItsRun(t *testing.T) {
 	bounds, err := limits.Parse([]string{"pids=100"}, limits.Defaults())
 	if err != nil {
@@ -22,11 +26,18 @@ func TestHoldIsTakenOnceByItsRun(t *testing.T) {
 	}
 	ready := make(chan struct{})
 	close(ready)
-	hold := &Hold{keeper: "/k", limits: bounds, ready: ready}
+	hold := &Hold{keeper: "/k", limits: bounds, made: time.Now(), ready: ready}
+	stale := &Hold{keeper: "/k", limits: bounds, made: time.Now().Add(-holdFresh), ready: ready}
 	var none *Hold
+	zero := &Hold{}
+	zero.Release()
 	switch {
 	case none.take("/k", bounds):
 		t.Error("a nil hold was taken")
+	case zero.take("", limits.Defaults()):
+		t.Error("a Hold not made by Prepare was taken")
+	case stale.take("/k", bounds):
+		t.Error("a stale hold was taken")
 	case hold.take("/other", bounds):
 		t.Error("taken by the run of another keeper")
 	case hold.take("/k", limits.Defaults()):
@@ -111,4 +122,29 @@ func TestLivePreparedHoldHoldsTheRun(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPrepareKeepsInheritedDescriptorsFromTheKeeper: Prepare marks every descriptor of
+// the process above 2 close-on-exec before it starts the keeper, as Run does before
+// bwrap: one the caller left inheritable (as one inherited from a parent is) must not
+// reach a program started on the host.
+func TestPrepareKeepsInheritedDescriptorsFromTheKeeper(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "open-secret")
+	if err := os.WriteFile(secret, []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0) // deliberately without O_CLOEXEC
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	hold := Prepare("", limits.Defaults())
+	defer hold.Release()
+	if _, _, _, err := hold.wait(); err != nil {
+		t.Fatal(err)
+	}
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	if err != nil || flags&unix.FD_CLOEXEC == 0 {
+		t.Errorf("descriptor %d after Prepare: flags %#x (%v), want close-on-exec", fd, flags, err)
+	}
 }

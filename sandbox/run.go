@@ -59,8 +59,8 @@ type Options struct {
 	NetJoiner Joiner
 	// Hold is the run's keeper and cgroup, made ahead with Prepare(Keeper, the policy's
 	// Limits) while the caller did other work; nil, or one made for another keeper or
-	// other bounds: Run makes its own. The caller Releases it in any case (a no-op once
-	// Run took it).
+	// other bounds, or seconds ago: Run makes its own. The caller Releases it in any case
+	// (a no-op once Run took it).
 	Hold *Hold
 	// Caches are the caller's tool caches to layer under the project HOME's (see
 	// CacheLayer); a bwrap without --overlay gets none.
@@ -337,7 +337,7 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 	// is told of before it is made. Both may be under way already (Options.Hold).
 	hold := opts.Hold
 	if !hold.take(opts.Keeper, plan.limits) {
-		hold = Prepare(opts.Keeper, plan.limits)
+		hold = prepare(opts.Keeper, plan.limits, false)
 		hold.taken.Store(true)
 	}
 	keeper, group, cgroups, err := hold.wait()
@@ -587,11 +587,11 @@ func gate(ctx context.Context, pid int, plan *launchPlan, filter *heldFilter, ke
 	return answer
 }
 
-// joinNetwork has the proxy make its sockets in the verified sandbox's network namespace
-// (Options.NetJoiner), before the command can exist. The namespace is opened by pid, so
-// it is taken only if initFD (a pidfd of the sandbox's pid 1, opened when bwrap reported
-// it) still shows that process alive afterwards: a pid recycled in between is another
-// process's, and never the host's own namespace either.
+// joinNetwork has the proxy make its sockets in the sandbox's network namespace
+// (Options.NetJoiner) while bwrap builds the rest, before the command can exist. The
+// namespace is opened by pid, so it is taken only if initFD (a pidfd of the sandbox's
+// pid 1, opened when bwrap reported it) still shows that process alive afterwards: a pid
+// recycled in between is another process's, and never the host's own namespace either.
 func joinNetwork(pid, initFD int, joiner Joiner) error {
 	path := "/proc/" + strconv.Itoa(pid) + "/ns/net"
 	netns, err := os.Open(path)

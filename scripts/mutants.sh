@@ -154,6 +154,30 @@ into: if err == nil && kept != nil && false {
 test: ./sandbox TestLiveKeptRunSaysSo
 what: the command starts only once the keeper says it holds the sandbox
 
+file: sandbox/hold.go
+line: if h.err = keepInheritedFDsOut(); h.err != nil {
+into: if h.err = error(nil); h.err != nil {
+test: ./sandbox TestPrepareKeepsInheritedDescriptorsFromTheKeeper
+what: a prepared hold's keeper inherits none of the caller's descriptors
+
+file: sandbox/hold.go
+line: time.Since(h.made) < holdFresh && h.taken.CompareAndSwap(false, true)
+into: h.taken.CompareAndSwap(false, true)
+test: ./sandbox TestHoldIsTakenOnceByItsRun
+what: a run takes no stale hold (whose cgroup another run may have swept)
+
+file: sandbox/hold.go
+line: return h != nil && h.ready != nil && h.keeper == keeper && h.limits == l &&
+into: return h != nil && h.ready != nil && h.keeper == keeper &&
+test: ./sandbox TestHoldIsTakenOnceByItsRun
+what: a run takes only a hold made for its own bounds
+
+file: netproxy/resolver.go
+line: if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_FREEBIND, 1); err != nil {
+into: if err := error(nil); err != nil {
+test: ./netproxy TestServeNamespaceBeforeLoopbackIsUp
+what: the resolver's [::1]:53 is bound although the proxy joins before lo is up
+
 file: sandbox/run.go
 line: if err == nil && plan.joiner != nil {
 into: if err == nil && plan.joiner != nil && false {

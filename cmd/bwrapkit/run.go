@@ -315,22 +315,13 @@ func prepare(ctx context.Context, opts *runOptions) (string, sandbox.Policy, err
 	return found.Path, policy, nil
 }
 
-// prepareHold starts making the run's keeper and cgroup (sandbox.Prepare) for the bounds
-// the policy will have. nil where bwrapkit's own binary is not there to be the keeper
-// (programsPresent refuses the run) or the bounds are bad (the policy refuses them).
-func prepareHold(opts *runOptions) *sandbox.Hold {
-	if opts.programs == nil {
-		programs, _ := findPrograms()
-		opts.programs = &programs
-	}
+// prepareHold starts making the run's keeper and cgroup (sandbox.Prepare). nil where
+// bwrapkit's own binary is not there to be the keeper: programsPresent refuses the run.
+func prepareHold(opts *runOptions, policy sandbox.Policy) *sandbox.Hold {
 	if programsPresent(*opts.programs) != nil {
 		return nil
 	}
-	bounds, err := limits.Parse(opts.request.Limits, limits.Defaults())
-	if err != nil {
-		return nil
-	}
-	return sandbox.Prepare(opts.programs.helper, bounds)
+	return sandbox.Prepare(opts.programs.helper, policy.Limits)
 }
 
 // unavailableFromLocate explains a failed search as the sandbox's unavailability.
@@ -370,10 +361,6 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	defer report.close()
-	// The run's keeper and cgroup are made while the policy is resolved: starting a
-	// program and writing the cgroupfs are mostly the kernel's work, on another CPU.
-	hold := prepareHold(opts)
-	defer hold.Release() // a no-op once the run took it
 	facts := runFacts{}
 	bwrap, policy, err := prepare(ctx, opts)
 	facts.bwrap, facts.policy, facts.version = bwrap, effectivePolicy(opts, policy), policy.Features.Version
@@ -390,6 +377,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	// The fallback is said before the command runs, once (Run falls back the same way).
+	var hold *sandbox.Hold
 	if choice, err := policy.ChooseMode(); err == nil {
 		if choice.Mode == sandbox.WorkdirDirect {
 			if err := policy.RefuseSelfInsideDirect(); err != nil {
@@ -401,7 +389,13 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		if choice.Fallback != "" {
 			fmt.Fprintf(opts.Err, "bwrapkit: warning: %s\n", fallbackWarning(choice.Fallback))
 		}
+		// The policy's refusals are behind (a mode that cannot be had is Run's to
+		// refuse): the run's keeper is started and its cgroup made while the rest is
+		// readied (the project HOME, the caches, the proxy). Starting a program and
+		// writing the cgroupfs are mostly the kernel's work, on another CPU.
+		hold = prepareHold(opts, policy)
 	}
+	defer hold.Release() // a no-op once the run took it
 	// The keeper: bwrapkit-helper beside bwrapkit, or bwrapkit itself re-executed (as
 	// resolvePolicy found them, and guarded them).
 	keeper := opts.programs.helper

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"strconv"
 
@@ -133,6 +134,11 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer file.Close()
+	limit = max(limit, 0)
+	ceiling := limit // the most a read may take: limit+1, to see a larger file is larger
+	if ceiling < math.MaxInt {
+		ceiling++
+	}
 	size := int64(512)
 	if info, err := file.Stat(); err == nil {
 		if info.Size() > limit {
@@ -142,9 +148,9 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	}
 	// Read as os.ReadFile reads (one read for a file whose size fstat saw, not a dozen
 	// growing ones for a git index), but never past limit: the file may grow after the fstat.
-	data := make([]byte, 0, min(size, limit+1))
+	data := make([]byte, 0, min(size, ceiling))
 	for {
-		n, err := file.Read(data[len(data):min(cap(data), int(limit)+1)])
+		n, err := file.Read(data[len(data):min(int64(cap(data)), ceiling)])
 		data = data[:len(data)+n]
 		switch {
 		case int64(len(data)) > limit:

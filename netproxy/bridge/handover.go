@@ -67,7 +67,8 @@ func ListenInside(address string) (*os.File, error) {
 		return nil, os.NewSyscallError("socket", err)
 	}
 	// Free to bind before the address is up: the proxy makes this listener from outside
-	// while bwrap is still setting up the sandbox, perhaps before it brings up lo.
+	// while bwrap is still setting up the sandbox, perhaps before it brings up lo (recent
+	// kernels bind 127.0.0.1 on a down lo anyway; this does not rely on it).
 	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_FREEBIND, 1); err != nil {
 		unix.Close(fd)
 		return nil, os.NewSyscallError("setsockopt IP_FREEBIND", err)

@@ -26,11 +26,22 @@ func (e *NeededError) Error() string {
 // ForRun makes one run's cgroup where the host allows it, bounded by l. Where it does
 // not, it returns a nil Group and the host (its Why says what is missing), unless the
 // user set a memory or pids bound, which then cannot hold: a *NeededError. announce (nil
-// for none) is told the directories before any exists: the keeper.
+// for none) is told the directories before any exists: the keeper, which announce may
+// start (it is called once this process is where the run's processes are to be born).
 func ForRun(l limits.Limits, announce func(paths []string) error) (*Group, Host, error) {
 	host := Detect()
 	if host.Mode == None {
 		return nil, host, needed(host, l)
+	}
+	if host.leaf != "" {
+		// Below a delegated v2 cgroup bwrapkit moves into a leaf of its own first, so
+		// that a keeper started from here on is born there too: a process left in the
+		// delegated cgroup would keep it from giving the runs' cgroups their controllers.
+		if err := host.enterLeaf(); err != nil {
+			failed := Host{Mode: None, Why: "making the run's cgroup failed: " + err.Error(), Remedy: remedyUser}
+			return nil, failed, needed(failed, l)
+		}
+		host.leaf = ""
 	}
 	host.Sweep()
 	var raw [12]byte

@@ -74,20 +74,9 @@ func handOverHelper(mode, socket, target string) (report helperReport) {
 		return report
 	}
 	client := clientThrough(&url.URL{Scheme: "http", Host: insideListen}, nil)
-	if response, err := client.Get(target); err != nil {
-		report.Allowed = err.Error()
-	} else {
-		body, _ := io.ReadAll(response.Body)
-		response.Body.Close()
-		report.Allowed = string(body)
-	}
-	if response, err := client.Get(strings.Replace(target, "registry.example.com", "other.test", 1)); err != nil {
-		report.Denied = err.Error()
-	} else {
-		body, _ := io.ReadAll(response.Body)
-		response.Body.Close()
-		report.Denied = response.Status + " " + string(body)
-	}
+	_, report.Allowed = fetch(client, target)
+	status, body := fetch(client, strings.Replace(target, "registry.example.com", "other.test", 1))
+	report.Denied = strings.TrimPrefix(status+" "+body, " ")
 	report.Lookup, report.LookupMillis = lookupInside("inside.example.org")
 	second, err := bridge.ListenInside("127.0.0.1:3129")
 	if err == nil {
@@ -95,6 +84,18 @@ func handOverHelper(mode, socket, target string) (report helperReport) {
 	}
 	report.Again = errString(err)
 	return report
+}
+
+// fetch GETs target through client: the response's status and body, or no status and
+// the error.
+func fetch(client *http.Client, target string) (status, body string) {
+	response, err := client.Get(target)
+	if err != nil {
+		return "", err.Error()
+	}
+	defer response.Body.Close()
+	data, _ := io.ReadAll(response.Body)
+	return response.Status, string(data)
 }
 
 // lookupInside looks name up at 127.0.0.1:53 of the caller's namespace, as a command's

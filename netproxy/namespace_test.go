@@ -36,14 +36,7 @@ func joinedHelper(target string) (report helperReport) {
 		report.HandOver = "loopback: " + err.Error()
 		return report
 	}
-	client := clientThrough(&url.URL{Scheme: "http", Host: bridge.Address}, nil)
-	if response, err := client.Get(target); err != nil {
-		report.Allowed = err.Error()
-	} else {
-		body, _ := io.ReadAll(response.Body)
-		response.Body.Close()
-		report.Allowed = string(body)
-	}
+	_, report.Allowed = fetch(clientThrough(&url.URL{Scheme: "http", Host: bridge.Address}, nil), target)
 	report.Lookup, report.LookupMillis = lookupInside("inside.example.org")
 	return report
 }

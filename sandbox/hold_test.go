@@ -68,7 +68,7 @@ func TestLivePreparedHoldHoldsTheRun(t *testing.T) {
 		keeper := testExecutable(t)
 		hold := Prepare(keeper, policy.Limits)
 		defer hold.Release()
-		other, err := limits.Parse([]string{"pids=321"}, limits.Defaults())
+		other, err := limits.Parse([]string{"nofile=321"}, limits.Defaults()) // no cgroup bound: nothing refused where the host gives none
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -54,16 +54,15 @@ func prepare(keeper string, l limits.Limits, seal bool) *Hold {
 		// The keeper starts when the cgroup is about to be made (announce; after the host
 		// is known, and bwrapkit has moved into its leaf if it must), or after, where the
 		// host gives none; it is told of the cgroup before the cgroup exists.
-		started := false
-		keep := func() (*lifetime.Keeper, error) {
-			if !started && keeper != "" {
-				h.kept, h.err = lifetime.Start(keeper)
+		keep := sync.OnceValues(func() (*lifetime.Keeper, error) {
+			if keeper == "" {
+				return nil, nil
 			}
-			started = true
-			return h.kept, h.err
-		}
+			return lifetime.Start(keeper)
+		})
 		group, host, cgroupErr := startCgroup(l, keep)
-		if _, err := keep(); err == nil && cgroupErr != nil {
+		h.kept, h.err = keep()
+		if h.err == nil {
 			h.err = cgroupErr
 		}
 		h.group, h.host = group, host

@@ -338,22 +338,21 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 	hold := opts.Hold
 	if !hold.take(opts.Keeper, plan.limits) {
 		hold = prepare(opts.Keeper, plan.limits, false)
-		hold.taken.Store(true)
 	}
 	keeper, group, cgroups, err := hold.wait()
 	mode := LifetimeUnkept
 	if keeper != nil {
 		mode = LifetimeKeeper
 	}
-	// Said last, once everything of the run is gone (the deferred calls run in reverse):
-	// the cgroup is removed, then the keeper let go.
+	// Said last, once everything of the run is gone (the deferred calls run in reverse),
+	// early returns included: the cgroup is removed, then the keeper let go. (The run's
+	// end removes the cgroup before, below, to report what was left.)
 	defer hold.end()
 	if err != nil {
 		statusWrite.Close()
 		filterRead.Close()
 		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: argv[0], Err: err}
 	}
-	defer group.End(cgroupEndBound) // the early returns; the run's end ends it below
 
 	stderr := &capped.Tail{Out: opts.Stderr} // bwrap's own words explain a failure
 	process := exec.Command(argv[0], argv[1:]...)

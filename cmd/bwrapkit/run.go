@@ -315,15 +315,6 @@ func prepare(ctx context.Context, opts *runOptions) (string, sandbox.Policy, err
 	return found.Path, policy, nil
 }
 
-// prepareHold starts making the run's keeper and cgroup (sandbox.Prepare). nil where
-// bwrapkit's own binary is not there to be the keeper: programsPresent refuses the run.
-func prepareHold(opts *runOptions, policy sandbox.Policy) *sandbox.Hold {
-	if programsPresent(*opts.programs) != nil {
-		return nil
-	}
-	return sandbox.Prepare(opts.programs.helper, policy.Limits)
-}
-
 // unavailableFromLocate explains a failed search as the sandbox's unavailability.
 func unavailableFromLocate(err error) error {
 	var explicit *locate.ExplicitError
@@ -376,6 +367,10 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		writeReport(opts, report, facts)
 		return err
 	}
+	// The keeper: bwrapkit-helper beside bwrapkit, or bwrapkit itself re-executed (as
+	// resolvePolicy found them, and guarded them). A run without it is refused below.
+	keeper := opts.programs.helper
+	missing := programsPresent(*opts.programs)
 	// The fallback is said before the command runs, once (Run falls back the same way).
 	var hold *sandbox.Hold
 	if choice, err := policy.ChooseMode(); err == nil {
@@ -393,14 +388,13 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		// refuse): the run's keeper is started and its cgroup made while the rest is
 		// readied (the project HOME, the caches, the proxy). Starting a program and
 		// writing the cgroupfs are mostly the kernel's work, on another CPU.
-		hold = prepareHold(opts, policy)
+		if missing == nil {
+			hold = sandbox.Prepare(keeper, policy.Limits)
+		}
 	}
 	defer hold.Release() // a no-op once the run took it
-	// The keeper: bwrapkit-helper beside bwrapkit, or bwrapkit itself re-executed (as
-	// resolvePolicy found them, and guarded them).
-	keeper := opts.programs.helper
-	if err := programsPresent(*opts.programs); err != nil {
-		facts.err = &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Err: err}
+	if missing != nil {
+		facts.err = &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Err: missing}
 		writeReport(opts, report, facts)
 		return facts.err
 	}

@@ -33,13 +33,19 @@ func ForRun(l limits.Limits, announce func(paths []string) error) (*Group, Host,
 	if host.Mode == None {
 		return nil, host, needed(host, l)
 	}
+	// The host looked able and was not (a read-only cgroupfs, a cgroup at its
+	// max.descendants): a run the user asked no cgroup bound of runs without one, and
+	// says so; one that asked is refused.
+	unmade := func(err error) (*Group, Host, error) {
+		failed := Host{Mode: None, Why: "making the run's cgroup failed: " + err.Error(), Remedy: remedyUser}
+		return nil, failed, needed(failed, l)
+	}
 	if host.leaf != "" {
 		// Below a delegated v2 cgroup bwrapkit moves into a leaf of its own first, so
 		// that a keeper started from here on is born there too: a process left in the
 		// delegated cgroup would keep it from giving the runs' cgroups their controllers.
 		if err := host.enterLeaf(); err != nil {
-			failed := Host{Mode: None, Why: "making the run's cgroup failed: " + err.Error(), Remedy: remedyUser}
-			return nil, failed, needed(failed, l)
+			return unmade(err)
 		}
 		host.leaf = ""
 	}
@@ -56,11 +62,7 @@ func ForRun(l limits.Limits, announce func(paths []string) error) (*Group, Host,
 	}
 	group, err := host.Create(token, RunBounds(l, memTotal()))
 	if err != nil {
-		// The host looked able and was not (a read-only cgroupfs, a cgroup at its
-		// max.descendants): a run the user asked no cgroup bound of runs without one, and
-		// says so; one that asked is refused.
-		failed := Host{Mode: None, Why: "making the run's cgroup failed: " + err.Error(), Remedy: remedyUser}
-		return nil, failed, needed(failed, l)
+		return unmade(err)
 	}
 	return group, host, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -120,6 +121,36 @@ func TestNewPolicyProtectsGit(t *testing.T) {
 				t.Errorf("protect %v, want %v", policy.Protect, want)
 			}
 		})
+	}
+}
+
+// TestEnclosingGitdirLinksAreProtected: a workdir below a repository whose .git/hooks
+// leads into it (a monorepo's hooks kept in tools/, and the workdir tools/): the hooks
+// directory is protected, since the host's next git at the top runs what is in it.
+func TestEnclosingGitdirLinksAreProtected(t *testing.T) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	repo, _ := filepath.EvalSymlinks(t.TempDir())
+	workdir := filepath.Join(repo, "tools")
+	os.MkdirAll(filepath.Join(workdir, "hooks"), 0o755)
+	os.WriteFile(filepath.Join(workdir, "lint"), []byte("x"), 0o644)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "tools/lint"}} {
+		cmd := exec.Command(gitPath, append([]string{"-C", repo}, args...)...)
+		cmd.Env = []string{"HOME=" + repo, "GIT_CONFIG_NOSYSTEM=1"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	os.RemoveAll(filepath.Join(repo, ".git", "hooks"))
+	os.Symlink("../tools/hooks", filepath.Join(repo, ".git", "hooks"))
+	policy, err := NewPolicy(Request{Workdir: workdir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(policy.Protect, []string{filepath.Join(workdir, "hooks")}) || !slices.Contains(policy.ReadOnly, filepath.Join(repo, ".git")) {
+		t.Errorf("protect %v, read-only %v", policy.Protect, policy.ReadOnly)
 	}
 }
 

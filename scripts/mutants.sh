@@ -196,6 +196,36 @@ into: return errors.Is(err, fs.ErrNotExist) || true
 test: ./sandbox/gitmeta TestWorkTreeGuardedWhereGitLooksElsewhere
 what: a .git sharing another repository's config (commondir) is git's to answer, not the shortcut's
 
+file: sandbox/gitmeta/entries.go
+line: entries = append(entries, linked...)
+into: entries, _ = append(entries), linked
+test: ./sandbox/gitmeta TestEntriesFollowTheGitdirsLinks
+what: what .git's config and hooks lead to inside the project is protected with .git
+
+file: sandbox/gitmeta/links.go
+line: if link != path && !covered(link) {
+into: if false {
+test: ./sandbox/gitmeta TestEntriesFollowTheGitdirsLinks
+what: a way to a gitdir's file through a symlink the command could retarget is refused
+
+file: sandbox/gitmeta/links.go
+line: if !covered(missing.path) {
+into: if false {
+test: ./sandbox/gitmeta TestEntriesFollowTheGitdirsLinks
+what: a gitdir's link to a missing file inside the project (the command could create it) is refused
+
+file: sandbox/gitmeta/links.go
+line: names := []string{"."}
+into: names := []string{}
+test: ./sandbox/gitmeta TestEntriesFollowTheGitdirsLinks
+what: a gitdir that really lies inside the project (a commondir's, a submodule's through a gitfile or a link) is protected whole
+
+file: sandbox/git.go
+line: policy.Protect = append(policy.Protect, linked...)
+into: policy.Protect, _ = append(policy.Protect), linked
+test: ./sandbox TestEnclosingGitdirLinksAreProtected
+what: an enclosing repository's hooks leading into the workdir are protected
+
 file: cmd/bwrapkit/helper.go
 line: case helper.Mode&0o022 != 0:
 into: case false:

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +61,78 @@ func TestLiveWorkTreeFilesGitConfigNamesAreGuarded(t *testing.T) {
 				}
 				if out := git("show", "--stat", "HEAD"); !strings.Contains(out, "frontend/app") {
 					t.Errorf("the honest change did not land and commit:\n%s", out)
+				}
+			})
+		})
+	}
+}
+
+// TestLiveLinkedGitFilesAreProtected: a repository whose .git/config, hooks directory and
+// a hook are symlinks to files kept with the sources (a common way to share hooks). The
+// command writes each file a link leads to, and adds a hook through the linked hooks
+// directory; in both workdir modes the files are read-only inside, so the host's git
+// afterwards (a commit, a status) runs none of it. A link into the project that leads to
+// nothing (a command could create the file) refuses the run before it starts.
+func TestLiveLinkedGitFilesAreProtected(t *testing.T) {
+	for _, bwrap := range livetest.Bwraps(t) {
+		t.Run(bwrap.Name, func(t *testing.T) {
+			asUsers(t, func(t *testing.T, prefix []string, project, home string) {
+				git := userGit(t, prefix, project, home)
+				git("init", "-q")
+				git("commit", "-q", "--allow-empty", "-m", "init")
+				setup := strings.Join([]string{
+					"mkdir githooks scripts",
+					`printf '#!/bin/sh\ntrue\n' > scripts/pre-commit && chmod 755 scripts/pre-commit`,
+					"ln -s ../scripts/pre-commit githooks/pre-commit",
+					"rm -rf .git/hooks && ln -s ../githooks .git/hooks",
+					"mv .git/config gitconfig && ln -s ../gitconfig .git/config",
+				}, " && ")
+				argv := append(append([]string{}, prefix...), "sh", "-c", setup)
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.Dir = project
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("setup: %v\n%s", err, out)
+				}
+				linked := func() []map[string]string {
+					var all []map[string]string
+					for _, name := range []string{"gitconfig", "githooks", "scripts"} {
+						all = append(all, snapshot(t, filepath.Join(project, name)))
+					}
+					return all
+				}
+				before := linked()
+
+				hook, commitHook, monitor := filepath.Join(home, "hook-ran"), filepath.Join(home, "post-commit-ran"), filepath.Join(home, "fsmonitor-ran")
+				attempts := map[string]string{
+					"the linked hook's script":             "echo 'touch " + hook + "' >> scripts/pre-commit",
+					"a hook in the linked hooks directory": "printf '#!/bin/sh\\ntouch " + commitHook + "\\n' > githooks/post-commit && chmod 755 githooks/post-commit",
+					"the linked config":                    `printf '[core]\n\tfsmonitor = "touch ` + monitor + `; false"\n' >> gitconfig`,
+				}
+				for what, script := range attempts {
+					status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--", "sh", "-c", script)
+					if status == 0 || !strings.Contains(stderr, "Read-only file system") {
+						t.Errorf("%s: exit %d, want the write refused inside\n%s", what, status, stderr)
+					}
+				}
+				git("status", "--short")
+				git("commit", "-q", "--allow-empty", "-m", "after")
+				for _, canary := range []string{hook, commitHook, monitor} {
+					if _, err := os.Lstat(canary); err == nil {
+						t.Errorf("the host's git ran what the command wrote (%s)", filepath.Base(canary))
+					}
+				}
+				if after := linked(); !slices.EqualFunc(after, before, maps.Equal) {
+					t.Errorf("what the links lead to changed:\n%v\nwas\n%v", after, before)
+				}
+
+				// A link to a hook that is not there: the command could create it.
+				argv = append(append([]string{}, prefix...), "ln", "-s", "../scripts/missing", filepath.Join(project, "githooks", "pre-push"))
+				if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+					t.Fatalf("ln: %v\n%s", err, out)
+				}
+				status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--", "true")
+				if status != 2 || !strings.Contains(stderr, "scripts/missing") || !strings.Contains(stderr, "does not exist") {
+					t.Errorf("a link to a missing hook inside the project: exit %d\n%s", status, stderr)
 				}
 			})
 		})

@@ -66,6 +66,7 @@ func Entries(workdir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s to find submodules: %v", filepath.Join(gitdir, "index"), err)
 	}
+	gitdirs := []string{gitdir}
 	for _, rel := range gitlinks {
 		dir := filepath.Join(workdir, filepath.FromSlash(rel))
 		if !pathtree.Within(workdir, dir) || dir == workdir {
@@ -78,8 +79,40 @@ func Entries(workdir string) ([]string, error) {
 		if entry != "" {
 			entries = append(entries, entry)
 		}
+		if sub, err := submoduleGitdir(entry); err != nil {
+			return nil, fmt.Errorf("submodule %s: %v", rel, err)
+		} else if sub != "" {
+			gitdirs = append(gitdirs, sub)
+		}
+	}
+	// Each gitdir where it really is, and what its config and hooks lead to (links.go):
+	// a submodule's gitdir its gitfile names inside the workdir, outside .git, is
+	// protected whole.
+	for _, dir := range gitdirs {
+		linked, err := LinkedInto(workdir, dir, entries)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, linked...)
 	}
 	return entries, nil
+}
+
+// submoduleGitdir is the gitdir a submodule's entry leads a host git to: the entry itself
+// when it is an embedded .git directory, the one its gitfile names, or "" for an
+// uninitialised submodule's empty directory.
+func submoduleGitdir(entry string) (string, error) {
+	if entry == "" || filepath.Base(entry) != ".git" {
+		return "", nil
+	}
+	info, err := os.Lstat(entry)
+	switch {
+	case err != nil:
+		return "", err
+	case info.IsDir():
+		return entry, nil
+	}
+	return gitfileTarget(entry)
 }
 
 // submoduleEntry is what to protect for the submodule at dir: its .git (a gitfile or

@@ -67,13 +67,14 @@ func (policy *Policy) bindEnclosingGitdir() error {
 	if !policy.visible(gitdir) {
 		policy.ReadOnly = append(policy.ReadOnly, gitdir)
 	}
-	// Its hooks or config may lead into the workdir (a monorepo's .git/hooks linked to
+	// Its submodules inside the workdir are entered by a host git at the top, and its
+	// hooks or config may lead into the workdir (a monorepo's .git/hooks linked to
 	// tools/hooks, and the workdir tools/).
-	linked, err := gitmeta.LinkedInto(policy.Workdir, gitdir, policy.Protect)
+	protect, err := gitmeta.Submodules(policy.Workdir, filepath.Dir(gitdir), gitdir, policy.Protect)
 	if err != nil {
 		return &PolicyError{"workdir", policy.Workdir, err.Error()}
 	}
-	policy.Protect = append(policy.Protect, linked...)
+	policy.Protect = protect
 	// The workdir is a mount of its own inside, its parent bwrap's root: git's search
 	// for .git stops at that boundary unless told to cross it.
 	policy.Env = append(policy.Env, "GIT_DISCOVERY_ACROSS_FILESYSTEM=1")

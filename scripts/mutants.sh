@@ -220,11 +220,23 @@ into: names := []string{}
 test: ./sandbox/gitmeta TestEntriesFollowTheGitdirsLinks
 what: a gitdir that really lies inside the project (a commondir's, a submodule's through a gitfile or a link) is protected whole
 
+file: sandbox/gitmeta/entries.go
+line: pending = append(pending, repository{dir, sub})
+into: pending = append(pending)
+test: ./sandbox/gitmeta TestEntriesWalkNestedSubmodules
+what: a submodule's own submodules, at every depth, are protected like the top's
+
+file: sandbox/gitmeta/links.go
+line: if stat, ok := info.Sys().(*syscall.Stat_t); ok && stat.Nlink > 1 {
+into: if stat, ok := info.Sys().(*syscall.Stat_t); ok && stat.Nlink > 1 && false {
+test: ./sandbox/gitmeta TestEntriesFollowTheGitdirsLinks
+what: a gitdir's config or hook with a second name (a hard link into the project) is refused
+
 file: sandbox/git.go
-line: policy.Protect = append(policy.Protect, linked...)
-into: policy.Protect, _ = append(policy.Protect), linked
+line: policy.Protect = protect
+into: _ = protect
 test: ./sandbox TestEnclosingGitdirLinksAreProtected
-what: an enclosing repository's hooks leading into the workdir are protected
+what: an enclosing repository's hooks leading into the workdir, and its submodules there, are protected
 
 file: cmd/bwrapkit/helper.go
 line: case helper.Mode&0o022 != 0:

@@ -62,38 +62,60 @@ func Entries(workdir string) ([]string, error) {
 		}
 		gitdir = target
 	}
-	gitlinks, err := indexGitlinks(filepath.Join(gitdir, "index"))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s to find submodules: %v", filepath.Join(gitdir, "index"), err)
-	}
-	gitdirs := []string{gitdir}
-	for _, rel := range gitlinks {
-		dir := filepath.Join(workdir, filepath.FromSlash(rel))
-		if !pathtree.Within(workdir, dir) || dir == workdir {
-			continue
+	return Submodules(workdir, workdir, gitdir, entries)
+}
+
+// maxRepositories bounds how many repositories (the top one and its submodules at every
+// depth) Submodules walks; a project with more is refused, not left unprotected.
+const maxRepositories = 10000
+
+// Submodules adds to entries what a host git enters from the repository whose work tree
+// is top and whose gitdir is gitdir, at every depth: for each gitlink its index records
+// under workdir, the submodule's .git (or its empty directory), and then that
+// submodule's own index, and so on down (a host `git status --recurse-submodules`, or a
+// submodule's own status, enters each); and for every gitdir on the way, what it
+// really is and what its config and hooks lead to inside workdir (LinkedInto). top is
+// the workdir itself, or the top of the repository the workdir lies in.
+func Submodules(workdir, top, gitdir string, entries []string) ([]string, error) {
+	type repository struct{ top, gitdir string }
+	pending := []repository{{top, gitdir}}
+	for walked := 0; len(pending) > 0; walked++ {
+		if walked >= maxRepositories {
+			return nil, fmt.Errorf("it holds more than %d nested repositories; bwrapkit does not protect so many", maxRepositories)
 		}
-		entry, err := submoduleEntry(workdir, rel, dir)
-		if err != nil {
-			return nil, err
-		}
-		if entry != "" {
-			entries = append(entries, entry)
-		}
-		if sub, err := submoduleGitdir(entry); err != nil {
-			return nil, fmt.Errorf("submodule %s: %v", rel, err)
-		} else if sub != "" {
-			gitdirs = append(gitdirs, sub)
-		}
-	}
-	// Each gitdir where it really is, and what its config and hooks lead to (links.go):
-	// a submodule's gitdir its gitfile names inside the workdir, outside .git, is
-	// protected whole.
-	for _, dir := range gitdirs {
-		linked, err := LinkedInto(workdir, dir, entries)
+		repo := pending[0]
+		pending = pending[1:]
+		linked, err := LinkedInto(workdir, repo.gitdir, entries)
 		if err != nil {
 			return nil, err
 		}
 		entries = append(entries, linked...)
+		gitlinks, err := indexGitlinks(filepath.Join(repo.gitdir, "index"))
+		if err != nil {
+			return nil, fmt.Errorf("cannot read %s to find submodules: %v", filepath.Join(repo.gitdir, "index"), err)
+		}
+		for _, rel := range gitlinks {
+			dir := filepath.Join(repo.top, filepath.FromSlash(rel))
+			if !pathtree.Within(workdir, dir) || dir == workdir || !pathtree.Within(repo.top, dir) || dir == repo.top {
+				continue
+			}
+			name, _ := filepath.Rel(workdir, dir)
+			entry, err := submoduleEntry(workdir, name, dir)
+			if err != nil {
+				return nil, err
+			}
+			if entry == "" {
+				continue
+			}
+			entries = append(entries, entry)
+			sub, err := submoduleGitdir(entry)
+			if err != nil {
+				return nil, fmt.Errorf("submodule %s: %v", name, err)
+			}
+			if sub != "" {
+				pending = append(pending, repository{dir, sub})
+			}
+		}
 	}
 	return entries, nil
 }

@@ -50,13 +50,17 @@ func LinkedInto(workdir, gitdir string, protected []string) ([]string, error) {
 		names = append(names, gitdirReads...)
 		if hooks, err := os.ReadDir(filepath.Join(dir, "hooks")); err == nil {
 			for _, hook := range hooks {
-				if hook.Type()&fs.ModeSymlink != 0 {
+				if !strings.HasSuffix(hook.Name(), ".sample") {
 					names = append(names, "hooks/"+hook.Name())
 				}
 			}
 		}
 		for _, name := range names {
-			target, err := landing(workdir, filepath.Join(dir, filepath.FromSlash(name)), covered)
+			path := filepath.Join(dir, filepath.FromSlash(name))
+			if err := singleName(path); err != nil {
+				return nil, err
+			}
+			target, err := landing(workdir, path, covered)
 			if err != nil {
 				return nil, err
 			}
@@ -64,7 +68,11 @@ func LinkedInto(workdir, gitdir string, protected []string) ([]string, error) {
 				found = append(found, target)
 			}
 		}
-		// The common directory holds the config and hooks git uses for this gitdir.
+		// The common directory holds the config and hooks git uses for this gitdir. Git
+		// joins a relative commondir to where the gitdir really is, not to the way there.
+		if real, _, err := follow(dir); err == nil {
+			dir = real
+		}
 		common, err := commonDir(dir)
 		if err != nil {
 			return nil, err
@@ -72,6 +80,21 @@ func LinkedInto(workdir, gitdir string, protected []string) ([]string, error) {
 		dir = common
 	}
 	return found, nil
+}
+
+// singleName refuses a gitdir's file that is a regular file with a second name: a hard
+// link, which the read-only bind of the gitdir does not cover, lets a command change it
+// through a name in the workdir (`ln scripts/pre-commit .git/hooks/pre-commit`). Where
+// the other name is cannot be told cheaply, so any second name is refused.
+func singleName(path string) error {
+	info, err := os.Lstat(path)
+	if err != nil || !info.Mode().IsRegular() {
+		return nil
+	}
+	if stat, ok := info.Sys().(*syscall.Stat_t); ok && stat.Nlink > 1 {
+		return fmt.Errorf("%s has %d hard links; a command could change it through another name, and a later host git would read or run it; replace it with a copy of its own (cp %s %s.new && mv %s.new %s)", path, stat.Nlink, path, path, path, path)
+	}
+	return nil
 }
 
 // landing follows path and returns the file it lands on when that is inside workdir and
@@ -93,14 +116,13 @@ func landing(workdir, path string, covered func(string) bool) (string, error) {
 		return "", nil
 	case err != nil:
 		return "", fmt.Errorf("cannot follow %s: %v", path, err)
+	case real == workdir:
+		return "", fmt.Errorf("%s leads to the workdir itself, so a later host git would read or run what a command writes there; run with the repository's top, or another directory, as the workdir", path)
 	case covered(real):
 		return "", nil // outside the workdir, or protected already
 	}
-	// A second name for the file inside the workdir would let the command change it there.
-	if info, err := os.Lstat(real); err == nil && info.Mode().IsRegular() {
-		if stat, ok := info.Sys().(*syscall.Stat_t); ok && stat.Nlink > 1 {
-			return "", fmt.Errorf("%s leads to %s inside the workdir, which has %d hard links; a command could change it through another name; replace it with a copy of its own", path, real, stat.Nlink)
-		}
+	if err := singleName(real); err != nil {
+		return "", err
 	}
 	return real, nil
 }

@@ -59,6 +59,7 @@ func TestEntriesFollowTheGitdirsLinks(t *testing.T) {
 			refuse: "is reached through"},
 		{name: "a hook leading to nothing", layout: []string{".git/hooks/pre-commit -> ../../scripts/pc"}, refuse: "does not exist"},
 		{name: "a hard-linked config", layout: []string{"gitconfig", ".git/config -> ../gitconfig"}, refuse: "hard links"},
+		{name: "a hook with a second name", layout: []string{"scripts/pc", ".git/hooks/"}, refuse: "hard links"},
 		{name: "commondir inside the project",
 			layout: []string{"shared/config", "shared/hooks/", ".git/HEAD"},
 			want:   []string{"shared"}},
@@ -75,6 +76,9 @@ func TestEntriesFollowTheGitdirsLinks(t *testing.T) {
 			}
 			if strings.HasPrefix(tc.name, "a hard-linked") {
 				os.Link(filepath.Join(project, "gitconfig"), filepath.Join(project, "second-name"))
+			}
+			if strings.HasPrefix(tc.name, "a hook with") {
+				os.Link(filepath.Join(project, "scripts", "pc"), filepath.Join(project, ".git", "hooks", "pre-commit"))
 			}
 			got, err := Entries(project)
 			if tc.refuse != "" {
@@ -161,5 +165,73 @@ func TestFollowReportsEveryLink(t *testing.T) {
 	var missing *missingError
 	if !errors.As(err, &missing) || missing.path != filepath.Join(root, "nowhere", "x") {
 		t.Errorf("follow(c): %v", err)
+	}
+}
+
+// TestEntriesWalkNestedSubmodules: a submodule's own submodules, at every depth, are
+// protected like the top's (a host git at the top enters them too), as real git lays
+// them out (gitfiles into .git/modules/<a>/modules/<b>).
+func TestEntriesWalkNestedSubmodules(t *testing.T) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	root := t.TempDir()
+	git := func(dir string, args ...string) {
+		cmd := exec.Command(gitPath, append([]string{"-C", dir, "-c", "protocol.file.allow=always", "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Env = []string{"HOME=" + root, "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	for _, name := range []string{"inner", "mid", "top"} {
+		os.Mkdir(filepath.Join(root, name), 0o755)
+		git(filepath.Join(root, name), "init", "-q")
+		git(filepath.Join(root, name), "commit", "-q", "--allow-empty", "-m", name)
+	}
+	git(filepath.Join(root, "mid"), "submodule", "add", "-q", filepath.Join(root, "inner"), "inner")
+	git(filepath.Join(root, "mid"), "commit", "-qm", "inner")
+	top := filepath.Join(root, "top")
+	git(top, "submodule", "add", "-q", filepath.Join(root, "mid"), "libs/mid")
+	git(top, "commit", "-qm", "mid")
+	git(top, "submodule", "update", "--init", "--recursive", "-q")
+	got, err := Entries(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{".git", "libs/mid/.git", "libs/mid/inner/.git"} {
+		if !slices.Contains(got, filepath.Join(top, want)) {
+			t.Errorf("Entries = %v, missing %s", got, want)
+		}
+	}
+	// The same from a workdir below the top, as the enclosing repository's.
+	workdir := filepath.Join(top, "libs")
+	got, err = Submodules(workdir, top, filepath.Join(top, ".git"), nil)
+	if err != nil || !slices.Equal(got, []string{filepath.Join(workdir, "mid", ".git"), filepath.Join(workdir, "mid", "inner", ".git")}) {
+		t.Errorf("Submodules below the top = %v, %v", got, err)
+	}
+}
+
+// TestLinkedIntoJoinsCommondirWhereTheGitdirIs: git joins a relative commondir to the
+// gitdir's real place, not to the link that leads there.
+func TestLinkedIntoJoinsCommondirWhereTheGitdirIs(t *testing.T) {
+	project := t.TempDir()
+	tree(t, project, ".git/HEAD", "store/sub-git/HEAD", "shared/config", ".git/modules/sub -> ../../store/sub-git")
+	os.WriteFile(filepath.Join(project, "store", "sub-git", "commondir"), []byte("../../shared\n"), 0o644)
+	got, err := LinkedInto(project, filepath.Join(project, ".git", "modules", "sub"), []string{filepath.Join(project, ".git")})
+	want := []string{filepath.Join(project, "store", "sub-git"), filepath.Join(project, "shared")}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("LinkedInto = %v, %v; want %v", got, err, want)
+	}
+}
+
+// TestLinkedIntoRefusesTheWorkdirAsATarget: a hooks directory that is the workdir itself
+// cannot be protected inside it; the run is refused with the way out.
+func TestLinkedIntoRefusesTheWorkdirAsATarget(t *testing.T) {
+	repo := t.TempDir()
+	tree(t, repo, ".git/config", "tools/hooks/pre-commit", ".git/hooks -> ../tools/hooks")
+	_, err := LinkedInto(filepath.Join(repo, "tools", "hooks"), filepath.Join(repo, ".git"), nil)
+	if err == nil || !strings.Contains(err.Error(), "the workdir itself") {
+		t.Errorf("LinkedInto: %v", err)
 	}
 }

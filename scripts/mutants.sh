@@ -232,6 +232,12 @@ into: if stat, ok := info.Sys().(*syscall.Stat_t); ok && stat.Nlink > 1 && false
 test: ./sandbox/gitmeta TestEntriesFollowTheGitdirsLinks
 what: a gitdir's config or hook with a second name (a hard link into the project) is refused
 
+file: sandbox/land/decide.go
+line: refuseInside(decisions)
+into: -
+test: ./sandbox/land TestDecideRefusesTheShapeOfARepository
+what: what lies under a directory refused for its git shape is refused with it (it has nowhere to land)
+
 file: sandbox/git.go
 line: policy.Protect = protect
 into: _ = protect

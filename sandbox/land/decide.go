@@ -60,8 +60,26 @@ func Decide(entries []Entry, rules Rules) []Decision {
 		decisions = append(decisions, decision)
 	}
 	refuseGitShapes(decisions, rules.LowerHas)
+	refuseInside(decisions)
 	markWhole(decisions)
 	return decisions
+}
+
+// refuseInside refuses what lies under a new directory refused after the walk (the git
+// shape is judged per directory over all of its entries): it has nowhere to land, as
+// under one refused in the walk.
+func refuseInside(decisions []Decision) {
+	var refusedDirs []string
+	for i, decision := range decisions {
+		entry := decision.Entry
+		if dir, inside := underAny(entry.Path, refusedDirs); inside && dir != entry.Path {
+			decisions[i].Action, decisions[i].Rule = Refuse, RuleInsideRefused
+			continue
+		}
+		if decision.Action == Refuse && entry.Kind == KindDir && entry.Lower.Kind != KindDir && entry.Path != "" {
+			refusedDirs = append(refusedDirs, entry.Path)
+		}
+	}
 }
 
 func decideOne(entry Entry, rules Rules) Decision {

@@ -1,6 +1,10 @@
 package land
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 func TestDecide(t *testing.T) {
 	const started = 1000
@@ -141,6 +145,17 @@ func TestDecideRefusesTheShapeOfARepository(t *testing.T) {
 	bare := []Entry{newDir("src/objects"), newDir("src/refs"), newFile("src/HEAD"), newFile("src/config")}
 	if got := verdicts(bare, nil); got["src/HEAD"] != RuleGitShape || got["src/objects"] != RuleGitShape || got["src/refs"] != RuleGitShape {
 		t.Errorf("a bare repository planted in src: refused %v", got)
+	}
+	// What the planted objects/ and refs/ hold is refused with them: it has nowhere to
+	// land (before, landing it failed midway, after the rest had landed).
+	filled := append(append([]Entry{}, bare[:2]...), newDir("src/objects/4b"), newFile("src/objects/4b/1d"), newDir("src/refs/heads"), newFile("src/refs/heads/main"))
+	filled = append(filled, bare[2:]...)
+	slices.SortFunc(filled, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	got := verdicts(filled, nil)
+	for _, inside := range []string{"src/objects/4b", "src/objects/4b/1d", "src/refs/heads", "src/refs/heads/main"} {
+		if got[inside] != RuleInsideRefused {
+			t.Errorf("%s under a refused repository's directory: refused %q, want %q", inside, got[inside], RuleInsideRefused)
+		}
 	}
 	// The same shape completed by the project's own files: a HEAD the project already had.
 	lowerHEAD := func(dir, name string) bool { return dir == "src" && name == "HEAD" }

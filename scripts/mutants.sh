@@ -238,6 +238,18 @@ into: -
 test: ./sandbox/land TestDecideRefusesTheShapeOfARepository
 what: what lies under a directory refused for its git shape is refused with it (it has nowhere to land)
 
+file: sandbox/gitmeta/hooks.go
+line: guarded = append(guarded, guardedIn(ctx, git, workdir, repo.top, repo.gitdir, home, configEnv)...)
+into: _ = repo
+test: ./sandbox/gitmeta TestWorkTreeGuardedReadsEachSubmodulesConfig
+what: a submodule's own config (its hooks path, its includes) is read as git reads it there, at every depth
+
+file: sandbox/gitmeta/hooks.go
+line: if real := pathtree.ResolveExisting(path); real != path && pathtree.Within(workdir, real) && real != workdir {
+into: if real := pathtree.ResolveExisting(path); real != path && pathtree.Within(workdir, real) && real != workdir && false {
+test: ./sandbox/gitmeta TestWorkTreeGuardedReadsEachSubmodulesConfig
+what: a hooks path reached through a symlink in the work tree is guarded where it really is too
+
 file: sandbox/git.go
 line: policy.Protect = protect
 into: _ = protect

@@ -67,6 +67,41 @@ func TestLiveWorkTreeFilesGitConfigNamesAreGuarded(t *testing.T) {
 	}
 }
 
+// TestLiveSubmodulesHooksPathIsGuarded: a submodule with husky set up inside it (its own
+// config's core.hooksPath, relative to the submodule) never takes the command's hook,
+// judged by the host's git committing in the submodule afterwards.
+func TestLiveSubmodulesHooksPathIsGuarded(t *testing.T) {
+	for _, bwrap := range livetest.Bwraps(t) {
+		if !hasOverlay(bwrap.Path) {
+			continue
+		}
+		t.Run(bwrap.Name, func(t *testing.T) {
+			asUsers(t, func(t *testing.T, prefix []string, project, home string) {
+				git := userGit(t, prefix, project, home)
+				lib := filepath.Join(project, "lib-src")
+				git("init", "-q", lib)
+				git("-C", lib, "commit", "-q", "--allow-empty", "-m", "lib")
+				git("init", "-q")
+				git("-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib")
+				git("commit", "-qm", "vendor lib")
+				sub := filepath.Join(project, "vendor", "lib")
+				git("-C", sub, "config", "core.hooksPath", ".husky/_")
+
+				canary := filepath.Join(home, "submodule-hook-ran")
+				plant := "mkdir -p vendor/lib/.husky/_ && printf '#!/bin/sh\\ntouch " + canary + "\\n' > vendor/lib/.husky/_/pre-commit && chmod 755 vendor/lib/.husky/_/pre-commit"
+				status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--", "sh", "-c", plant)
+				if status != 0 || !strings.Contains(stderr, "refused vendor/lib/.husky: protected") {
+					t.Errorf("a hook planted in the submodule's hooks path: exit %d\n%s", status, stderr)
+				}
+				git("-C", sub, "commit", "-q", "--allow-empty", "-m", "in the submodule")
+				if _, err := os.Lstat(canary); err == nil {
+					t.Error("the host's git ran the hook the command planted in the submodule")
+				}
+			})
+		})
+	}
+}
+
 // TestLiveLinkedGitFilesAreProtected: a repository whose .git/config, hooks directory and
 // a hook are symlinks to files kept with the sources (a common way to share hooks). The
 // command writes each file a link leads to, and adds a hook through the linked hooks

@@ -77,22 +77,31 @@ const maxRepositories = 10000
 // really is and what its config and hooks lead to inside workdir (LinkedInto). top is
 // the workdir itself, or the top of the repository the workdir lies in.
 func Submodules(workdir, top, gitdir string, entries []string) ([]string, error) {
-	type repository struct{ top, gitdir string }
+	entries, _, err := walkSubmodules(workdir, top, gitdir, entries)
+	return entries, err
+}
+
+// repository is one repository of the walk: its work tree's top and its gitdir.
+type repository struct{ top, gitdir string }
+
+// walkSubmodules is Submodules, and also every submodule repository it walked.
+func walkSubmodules(workdir, top, gitdir string, entries []string) ([]string, []repository, error) {
 	pending := []repository{{top, gitdir}}
+	var walkedRepos []repository
 	for walked := 0; len(pending) > 0; walked++ {
 		if walked >= maxRepositories {
-			return nil, fmt.Errorf("it holds more than %d nested repositories; bwrapkit does not protect so many", maxRepositories)
+			return nil, nil, fmt.Errorf("it holds more than %d nested repositories; bwrapkit does not protect so many", maxRepositories)
 		}
 		repo := pending[0]
 		pending = pending[1:]
 		linked, err := LinkedInto(workdir, repo.gitdir, entries)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		entries = append(entries, linked...)
 		gitlinks, err := indexGitlinks(filepath.Join(repo.gitdir, "index"))
 		if err != nil {
-			return nil, fmt.Errorf("cannot read %s to find submodules: %v", filepath.Join(repo.gitdir, "index"), err)
+			return nil, nil, fmt.Errorf("cannot read %s to find submodules: %v", filepath.Join(repo.gitdir, "index"), err)
 		}
 		for _, rel := range gitlinks {
 			dir := filepath.Join(repo.top, filepath.FromSlash(rel))
@@ -102,7 +111,7 @@ func Submodules(workdir, top, gitdir string, entries []string) ([]string, error)
 			name, _ := filepath.Rel(workdir, dir)
 			entry, err := submoduleEntry(workdir, name, dir)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if entry == "" {
 				continue
@@ -110,14 +119,15 @@ func Submodules(workdir, top, gitdir string, entries []string) ([]string, error)
 			entries = append(entries, entry)
 			sub, err := submoduleGitdir(entry)
 			if err != nil {
-				return nil, fmt.Errorf("submodule %s: %v", name, err)
+				return nil, nil, fmt.Errorf("submodule %s: %v", name, err)
 			}
 			if sub != "" {
 				pending = append(pending, repository{dir, sub})
+				walkedRepos = append(walkedRepos, repository{dir, sub})
 			}
 		}
 	}
-	return entries, nil
+	return entries, walkedRepos, nil
 }
 
 // submoduleGitdir is the gitdir a submodule's entry leads a host git to: the entry itself

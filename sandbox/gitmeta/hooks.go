@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,17 +37,43 @@ func WorkTreeGuarded(workdir, home string, configEnv []string) []string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	top := workTreeTop(workdir)
+	if top == "" {
+		return nil // no work tree: git runs no hooks and reads no repository config here
+	}
+	dotGit := filepath.Join(top, ".git")
+	guarded := guardedIn(ctx, git, workdir, top, dotGit, home, configEnv)
+	// Each submodule's own config names paths in its own work tree (husky or lefthook
+	// set up inside the submodule: `cd sub && git commit` runs them), at every depth.
+	gitdir := dotGit
+	if info, err := os.Lstat(dotGit); err == nil && !info.IsDir() {
+		gitdir, _ = gitfileTarget(dotGit)
+	}
+	if gitdir != "" {
+		_, repos, _ := walkSubmodules(workdir, top, gitdir, []string{dotGit, gitdir})
+		for _, repo := range repos {
+			guarded = append(guarded, guardedIn(ctx, git, workdir, repo.top, repo.gitdir, home, configEnv)...)
+		}
+	}
+	// A guarded name reached through a symlink inside the workdir (.githooks -> tools/hooks)
+	// is guarded where it really is too: a change there is what git would run.
+	for _, path := range slices.Clone(guarded) {
+		if real := pathtree.ResolveExisting(path); real != path && pathtree.Within(workdir, real) && real != workdir {
+			guarded = append(guarded, real)
+		}
+	}
+	return guarded
+}
+
+// guardedIn is WorkTreeGuarded for one repository: its work tree's top and its gitdir.
+func guardedIn(ctx context.Context, git, workdir, top, gitdir, home string, configEnv []string) []string {
 	run := func(dir string, args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, git, append([]string{"-C", dir, "-c", "core.fsmonitor=false", "-c", "safe.directory=*"}, args...)...)
 		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "LC_ALL=C", "HOME=" + orNonexistent(home)}, configEnv...)
 		return cmd.Output()
 	}
-	top := workTreeTop(workdir)
-	if top == "" {
-		return nil // no work tree: git runs no hooks and reads no repository config here
-	}
 	if (git == "/usr/bin/git" || git == "/bin/git") && len(configEnv) == 0 {
-		if files, ok := configFiles(top, home); ok && !namesAny(files) {
+		if files, ok := configFiles(gitdir, home); ok && !namesAny(files) {
 			return nil // no config git reads can name a hooks path or an include: nothing to guard
 		}
 	}
@@ -97,13 +124,14 @@ func WorkTreeGuarded(workdir, home string, configEnv []string) []string {
 // worktree's .git file, a .git git would not accept, a shared repository's commondir, a
 // git elsewhere on PATH, a file that cannot be read) runs git as before.
 
-// configFiles are the contents of the config files the host git reads in the work tree at
-// top (absent ones left out), or false when they cannot all be known and read.
-func configFiles(top, home string) ([][]byte, bool) {
-	if !plainRepository(filepath.Join(top, ".git")) {
+// configFiles are the contents of the config files the host git reads for the repository
+// whose gitdir is given (absent ones left out), or false when they cannot all be known and
+// read.
+func configFiles(gitdir, home string) ([][]byte, bool) {
+	if !plainRepository(gitdir) {
 		return nil, false
 	}
-	paths := []string{"/etc/gitconfig", filepath.Join(top, ".git", "config"), filepath.Join(top, ".git", "config.worktree")}
+	paths := []string{"/etc/gitconfig", filepath.Join(gitdir, "config"), filepath.Join(gitdir, "config.worktree")}
 	if home != "" {
 		paths = append(paths, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config"))
 	}

@@ -171,3 +171,40 @@ func TestWorkTreeGuardedReadsWhatTheCallersEnvironmentNames(t *testing.T) {
 		t.Errorf("with GIT_CONFIG_COUNT: %q, want %q", got, want)
 	}
 }
+
+// TestWorkTreeGuardedReadsEachSubmodulesConfig: a submodule's own config names its
+// hooks path relative to its own work tree (husky set up inside the submodule), at any
+// depth; and a hooks path reached through a symlink inside the work tree is guarded
+// where it really is too.
+func TestWorkTreeGuardedReadsEachSubmodulesConfig(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on PATH")
+	}
+	root := t.TempDir()
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "protocol.file.allow=always", "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Env = hostEnv()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	for _, name := range []string{"inner", "top"} {
+		os.Mkdir(filepath.Join(root, name), 0o755)
+		git(filepath.Join(root, name), "init", "-q")
+		git(filepath.Join(root, name), "commit", "-q", "--allow-empty", "-m", name)
+	}
+	top := filepath.Join(root, "top")
+	git(top, "submodule", "add", "-q", filepath.Join(root, "inner"), "libs/inner")
+	sub := filepath.Join(top, "libs", "inner")
+	git(sub, "config", "core.hooksPath", ".husky/_")
+	os.MkdirAll(filepath.Join(top, "tools", "git-hooks"), 0o755)
+	os.Symlink("tools/git-hooks", filepath.Join(top, ".githooks"))
+	git(top, "config", "core.hooksPath", ".githooks")
+	got := WorkTreeGuarded(top, "", nil)
+	for _, want := range []string{".githooks", "tools/git-hooks", "libs/inner/.husky/_"} {
+		if !slices.Contains(got, filepath.Join(top, want)) {
+			t.Errorf("WorkTreeGuarded = %q, missing %s", got, want)
+		}
+	}
+}

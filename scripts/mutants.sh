@@ -250,6 +250,12 @@ into: if real := pathtree.ResolveExisting(path); real != path && pathtree.Within
 test: ./sandbox/gitmeta TestWorkTreeGuardedReadsEachSubmodulesConfig
 what: a hooks path reached through a symlink in the work tree is guarded where it really is too
 
+file: sandbox/land/decide.go
+line: if runsPrograms(names) && !entry.Deleted && entry.Kind != KindWhiteout {
+into: if false {
+test: ./sandbox/land TestDecide
+what: a package manager's settings (.npmrc, .yarnrc.yml, .pnpmfile.cjs) or its own code (.yarn/releases) never land
+
 file: sandbox/git.go
 line: policy.Protect = protect
 into: _ = protect

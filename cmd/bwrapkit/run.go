@@ -567,6 +567,7 @@ func refusalText(rule string) string {
 		"group-writable":   "group-writable for a group not yours",
 		"setuid":           "a setuid or setgid mode",
 		"protected":        "a file host tools run by themselves (policy, bwrapkit, hooks, --protect)",
+		"tool-config":      "a package manager's settings or its own code, which can make its next command run programs; change it on the host",
 		"conflict":         "changed on the host during the run; the host's copy was kept",
 		"metacopy":         "its data was left in the lower layer",
 	}

@@ -102,6 +102,51 @@ func TestLiveSubmodulesHooksPathIsGuarded(t *testing.T) {
 	}
 }
 
+// TestLiveNpmSettingsNeverLand: a command writes an .npmrc whose script-shell is its own
+// program, and a .gitignore that hides both from git; the host's npm install afterwards
+// (a project whose only script is its own harmless install step) must run none of it.
+// The transactional mode refuses the .npmrc (tool-config); the honest change lands.
+func TestLiveNpmSettingsNeverLand(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Fatal("npm is not installed (scripts/ci-deps.sh installs it)")
+	}
+	for _, bwrap := range livetest.Bwraps(t) {
+		if !hasOverlay(bwrap.Path) {
+			continue
+		}
+		t.Run(bwrap.Name, func(t *testing.T) {
+			asUsers(t, func(t *testing.T, prefix []string, project, home string) {
+				write := append(append([]string{}, prefix...), "sh", "-c", `printf '{"name":"p","version":"1.0.0","scripts":{"install":"true"}}\n' > package.json`)
+				setup := exec.Command(write[0], write[1:]...)
+				setup.Dir = project
+				if out, err := setup.CombinedOutput(); err != nil {
+					t.Fatalf("setup: %v\n%s", err, out)
+				}
+				canary := filepath.Join(home, "npm-shell-ran")
+				plant := "printf '#!/bin/sh\\ntouch " + canary + "\\nexec /bin/sh \"$@\"\\n' > .sh-cache && chmod 755 .sh-cache" +
+					" && echo script-shell=" + filepath.Join(project, ".sh-cache") + " > .npmrc" +
+					" && printf '.gitignore\\n.npmrc\\n.sh-cache\\n' > .gitignore && echo honest > notes.txt"
+				status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--", "sh", "-c", plant)
+				if status != 0 || !strings.Contains(stderr, "refused .npmrc: tool-config") {
+					t.Errorf("an .npmrc naming the command's shell: exit %d\n%s", status, stderr)
+				}
+				if _, err := os.Lstat(filepath.Join(project, "notes.txt")); err != nil {
+					t.Errorf("the honest change did not land: %v", err)
+				}
+				argv := append(append([]string{}, prefix...), "env", "-i", "HOME="+home, newcomerPATH, "npm", "install", "--offline", "--no-audit", "--no-fund")
+				npm := exec.Command(argv[0], argv[1:]...)
+				npm.Dir = project
+				if out, err := npm.CombinedOutput(); err != nil {
+					t.Fatalf("the host's npm install: %v\n%s", err, out)
+				}
+				if _, err := os.Lstat(canary); err == nil {
+					t.Error("the host's npm ran the shell the command named")
+				}
+			})
+		})
+	}
+}
+
 // TestLiveLinkedGitFilesAreProtected: a repository whose .git/config, hooks directory and
 // a hook are symlinks to files kept with the sources (a common way to share hooks). The
 // command writes each file a link leads to, and adds a hook through the linked hooks

@@ -2,6 +2,7 @@ package land
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -112,6 +113,9 @@ func decideOne(entry Entry, rules Rules) Decision {
 		if replaces && within(entry.Path, guarded) {
 			return refuse(RuleProtected)
 		}
+	}
+	if runsPrograms(names) && !entry.Deleted && entry.Kind != KindWhiteout {
+		return refuse(RuleToolConfig)
 	}
 	switch entry.Kind {
 	case KindSpecial:
@@ -271,4 +275,32 @@ func isHex(s string, n int) bool {
 		}
 	}
 	return true
+}
+
+// Package managers read these on every command, in whatever directory of the project
+// they run, and can be told there to run programs: npm's script-shell and node-options
+// (.npmrc), yarn's yarn-path and yarnPath (.yarnrc, .yarnrc.yml, which name a release
+// under .yarn/releases, run by every yarn command, as are .yarn/plugins), pnpm's hooks
+// (.pnpmfile.cjs). A change to them would run the command's code at the user's next
+// `npm install`, even in a project with no install script of its own, and a .gitignore
+// can keep git from showing it. Deleting one runs nothing, and lands.
+var toolConfigNames = []string{".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"}
+
+// runsPrograms says whether the path (its names) is a package manager's settings file or
+// under its own code (.yarn/releases, .yarn/plugins), at any depth but inside
+// node_modules: an installed package may ship a .yarnrc, which no package manager reads
+// there (npm, yarn and pnpm look in the project and the directories above it).
+func runsPrograms(names []string) bool {
+	if slices.Contains(names, "node_modules") {
+		return false
+	}
+	if slices.Contains(toolConfigNames, names[len(names)-1]) {
+		return true
+	}
+	for i := 0; i+1 < len(names); i++ {
+		if names[i] == ".yarn" && (names[i+1] == "releases" || names[i+1] == "plugins") {
+			return true
+		}
+	}
+	return false
 }

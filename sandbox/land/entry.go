@@ -73,6 +73,7 @@ const (
 	RuleGroupWritable Rule = "group-writable"   // g+w for a group not the caller's
 	RuleSetID         Rule = "setuid"           // setuid or setgid
 	RuleProtected     Rule = "protected"        // a path host tools run by themselves
+	RuleToolConfig    Rule = "tool-config"      // a package manager's settings or its own code (.npmrc, .yarnrc.yml, .yarn/releases)
 	RuleConflict      Rule = "conflict"         // changed on the host during the run: the host's copy wins
 	RuleMetacopy      Rule = "metacopy"         // data left in the lower layer
 	RuleInsideRefused Rule = "inside-refused"   // under a refused new directory (not reported on its own)

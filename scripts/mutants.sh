@@ -256,6 +256,18 @@ into: if false {
 test: ./sandbox/land TestDecide
 what: a package manager's settings (.npmrc, .yarnrc.yml, .pnpmfile.cjs) or its own code (.yarn/releases) never land
 
+file: sandbox/gitmeta/verify.go
+line: entry.GitOK = tipOK(gitDir, file, objects, guarded)
+into: entry.GitOK, _ = true, objects
+test: ./cmd/bwrapkit TestLiveCommitsKeepTheGuardedPaths
+what: with --git commit, a branch tip that changes a guarded path (the hooks directory) does not land
+
+file: sandbox/land/decide.go
+line: return len(rest) > 2 && rest[1] == "heads" && !strings.HasSuffix(entry.Path, ".lock") && entry.GitOK
+into: return len(rest) > 2 && rest[1] == "heads" && !strings.HasSuffix(entry.Path, ".lock")
+test: ./sandbox/land TestDecide
+what: with --git commit, a branch ref lands only once gitmeta.Verify checked its tip
+
 file: sandbox/git.go
 line: policy.Protect = protect
 into: _ = protect

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"hash"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,8 +28,15 @@ import (
 // shared, with the gitlinks of HEAD exactly (a new gitlink is where a planted repository
 // would make the host's `git status` run its fsmonitor); HEAD must be a symbolic ref to
 // refs/heads/*. Everything else under .git is refused by land's rules without a look.
-func Verify(workdir, upper string, entries []land.Entry) {
+//
+// guarded are the work tree's paths host tools run by themselves (relative, slash-separated:
+// the hooks directory core.hooksPath names, --protect paths): a branch tip or an index the
+// command wrote must hold at each exactly what the host's HEAD (or its index) holds. A
+// commit that changed one would put the command's hook in place at the user's next
+// checkout, stash or restore, though the work tree's own change was refused.
+func Verify(workdir, upper string, entries []land.Entry, guarded []string) {
 	gitDir := filepath.Join(workdir, ".git")
+	objects := []string{"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(upper, ".git", "objects")}
 	for i := range entries {
 		entry := &entries[i]
 		if entry.Kind != land.KindFile || !strings.HasPrefix(entry.Path, ".git/") {
@@ -44,9 +52,78 @@ func Verify(workdir, upper string, entries []land.Entry) {
 		case len(rest) == 1 && rest[0] == "HEAD":
 			entry.GitOK = headOK(file)
 		case len(rest) == 1 && rest[0] == "index":
-			entry.GitOK = indexOK(gitDir, file)
+			entry.GitOK = indexOK(gitDir, file) && sameGuarded(gitDir, guarded, []string{"GIT_INDEX_FILE=" + file}, "")
+		case len(rest) > 2 && rest[0] == "refs" && rest[1] == "heads":
+			entry.GitOK = tipOK(gitDir, file, objects, guarded)
 		}
 	}
+}
+
+// tipOK: a branch the command set points at a commit (found among the host's objects and
+// the run's new ones) whose tree holds at every guarded path what the host's HEAD holds.
+func tipOK(gitDir, ref string, objects, guarded []string) bool {
+	data, err := safefile.ReadFile(ref, 4096)
+	if err != nil {
+		return false
+	}
+	tip := strings.TrimSpace(string(data))
+	if _, err := hex.DecodeString(tip); err != nil || len(tip) != 40 && len(tip) != 64 {
+		return false
+	}
+	return sameGuarded(gitDir, guarded, objects, tip)
+}
+
+// sameGuarded says whether the guarded paths hold the same (mode, object) in tree as in
+// the host's HEAD (an index where tree is "": the extra environment names it, and it is
+// compared with the host's own index). No guarded path: nothing to compare.
+func sameGuarded(gitDir string, guarded, extra []string, tree string) bool {
+	if len(guarded) == 0 {
+		return true
+	}
+	// Literal pathspecs: a guarded name is a path, never a pattern.
+	extra = append(slices.Clone(extra), "GIT_LITERAL_PATHSPECS=1", "GIT_NO_REPLACE_OBJECTS=1")
+	list := func(env []string, treeish string) (map[string]string, bool) {
+		var out string
+		var ok bool
+		if treeish == "" {
+			out, ok = runHostGit(gitDir, env, append([]string{"ls-files", "--stage", "-z", "--"}, guarded...)...)
+		} else {
+			out, ok = runHostGit(gitDir, env, append([]string{"ls-tree", "-r", "-z", treeish, "--"}, guarded...)...)
+		}
+		return guardedEntries(out, treeish == ""), ok
+	}
+	after, ok := list(extra, tree)
+	if !ok {
+		return false
+	}
+	base := "HEAD"
+	if tree == "" {
+		base = ""
+	} else if _, born := HeadCommit(gitDir); !born {
+		base = "" // an unborn HEAD: the host's index is what a checkout would keep
+	}
+	before, _ := list(nil, base)
+	return maps.Equal(before, after)
+}
+
+// guardedEntries reads `ls-tree -r -z` (staged false) or `ls-files --stage -z` output into
+// path -> "mode object" (pure).
+func guardedEntries(out string, staged bool) map[string]string {
+	entries := map[string]string{}
+	for _, record := range strings.Split(out, "\x00") {
+		meta, path, ok := strings.Cut(record, "\t")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(meta)
+		switch {
+		case staged && len(fields) == 3: // mode object stage
+			entries[path] = fields[0] + " " + fields[1]
+		case !staged && len(fields) == 3: // mode type object
+			entries[path] = fields[0] + " " + fields[2]
+		}
+	}
+	return entries
 }
 
 func looseObjectOK(path, name string) bool {

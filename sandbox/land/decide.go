@@ -198,7 +198,8 @@ func commitWrites(rest []string, entry Entry) bool {
 	case rest[0] == "objects":
 		return entry.GitOK // its content matched its name, or git verified the pack
 	case rest[0] == "refs":
-		return len(rest) > 2 && rest[1] == "heads" && !strings.HasSuffix(entry.Path, ".lock")
+		// A branch tip gitmeta.Verify found to keep the guarded paths as the host's HEAD.
+		return len(rest) > 2 && rest[1] == "heads" && !strings.HasSuffix(entry.Path, ".lock") && entry.GitOK
 	case rest[0] == "logs":
 		return !strings.HasSuffix(entry.Path, ".lock")
 	}

@@ -268,6 +268,12 @@ into: return len(rest) > 2 && rest[1] == "heads" && !strings.HasSuffix(entry.Pat
 test: ./sandbox/land TestDecide
 what: with --git commit, a branch ref lands only once gitmeta.Verify checked its tip
 
+file: sandbox/land/decide.go
+line: if repo, ok := repositoryPart(names); ok && rules.LowerHas != nil && gitShaped(repo, rules.LowerHas) {
+into: if repo, ok := repositoryPart(names); ok && rules.LowerHas != nil && gitShaped(repo, rules.LowerHas) && false {
+test: ./sandbox/land TestDecideRefusesTheShapeOfARepository
+what: in a directory the project already holds as a repository (a bare fixture), its config, commondir and hooks never take a change
+
 file: sandbox/git.go
 line: policy.Protect = protect
 into: _ = protect

@@ -556,7 +556,7 @@ func printLanding(opts *runOptions, result sandbox.Result) {
 func refusalText(rule string) string {
 	texts := map[string]string{
 		"git-entry":        "a .git other than the project's own (host git would run what it names)",
-		"git-shape":        "makes a directory a repository (HEAD beside objects/ and refs/): host git would run what it names",
+		"git-shape":        "makes a directory a repository (HEAD beside objects/ and refs/), or changes what one outside .git reads or runs: host git would run what it names",
 		"symlink-git":      "a symlink through .git (host tools would write git's own files)",
 		"git-readonly":     "a change under .git (use --git commit to commit)",
 		"git-commit":       "under .git but not what a commit writes (or it did not verify)",

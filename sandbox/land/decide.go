@@ -114,6 +114,9 @@ func decideOne(entry Entry, rules Rules) Decision {
 			return refuse(RuleProtected)
 		}
 	}
+	if repo, ok := repositoryPart(names); ok && rules.LowerHas != nil && gitShaped(repo, rules.LowerHas) {
+		return refuse(RuleGitShape)
+	}
 	if runsPrograms(names) && !entry.Deleted && entry.Kind != KindWhiteout {
 		return refuse(RuleToolConfig)
 	}

@@ -167,6 +167,19 @@ func TestDecideRefusesTheShapeOfARepository(t *testing.T) {
 			t.Errorf("%s under a refused repository's directory: refused %q, want %q", inside, got[inside], RuleInsideRefused)
 		}
 	}
+	// A repository the project already holds (a bare fixture): what git reads or runs
+	// there is refused; its other files, and a config elsewhere, are the project's.
+	fixture := func(dir, name string) bool { return dir == "testdata/fixture.git" && name != "commondir" }
+	for path, want := range map[string]Rule{
+		"testdata/fixture.git/config":              RuleGitShape,
+		"testdata/fixture.git/hooks/post-checkout": RuleGitShape,
+		"testdata/fixture.git/description":         "",
+		"docs/config":                              "",
+	} {
+		if got := verdicts([]Entry{newFile(path)}, fixture); got[path] != want {
+			t.Errorf("%s beside an existing bare repository: refused %q, want %q", path, got[path], want)
+		}
+	}
 	// The same shape completed by the project's own files: a HEAD the project already had.
 	lowerHEAD := func(dir, name string) bool { return dir == "src" && name == "HEAD" }
 	if got := verdicts(bare[:2], lowerHEAD); got["src/objects"] != RuleGitShape || got["src/refs"] != RuleGitShape {

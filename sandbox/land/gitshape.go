@@ -79,3 +79,33 @@ func throughGit(linkPath, target string) bool {
 	}
 	return false
 }
+
+// A directory the project already holds in the shape of a git directory (a bare
+// repository kept as a test fixture, testdata/fixture.git) is one a host git uses when it
+// is started in it or below: a change to what it reads or runs there (its config, a
+// commondir that sends it elsewhere, its hooks) is refused as a planted repository is.
+// Its objects and refs may change, as the project's files.
+
+// repositoryPart is the directory whose config, config.worktree, commondir or hooks the
+// path (its names) would be, outside the project's own .git; false for any other path.
+func repositoryPart(names []string) (string, bool) {
+	if names[0] == ".git" {
+		return "", false
+	}
+	for i, name := range names {
+		last := i == len(names)-1
+		if name == "hooks" && !last || last && (name == "config" || name == "config.worktree" || name == "commondir") {
+			if i == 0 {
+				return "", true
+			}
+			return path.Join(names[:i]...), true
+		}
+	}
+	return "", false
+}
+
+// gitShaped says whether the project's dir (as it is on the host) has the shape git's
+// discovery takes for a git directory.
+func gitShaped(dir string, lowerHas func(dir, name string) bool) bool {
+	return lowerHas(dir, "HEAD") && (lowerHas(dir, "commondir") || lowerHas(dir, "objects") && lowerHas(dir, "refs"))
+}

@@ -77,6 +77,11 @@ func (h *Hold) take(keeper string, l limits.Limits) bool {
 		time.Since(h.made) < holdFresh && h.taken.CompareAndSwap(false, true)
 }
 
+// stale says whether the hold is too old for any Run to take (holdFresh).
+func (h *Hold) stale() bool {
+	return h != nil && h.ready != nil && time.Since(h.made) >= holdFresh
+}
+
 // wait returns the hold once made. A non-nil error: the run cannot be held as it must
 // (the keeper did not start, or a cgroup bound the user asked for cannot be had).
 func (h *Hold) wait() (*lifetime.Keeper, *cgroup.Group, *runCgroup, error) {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,4 +148,101 @@ func TestPrepareKeepsInheritedDescriptorsFromTheKeeper(t *testing.T) {
 	if err != nil || flags&unix.FD_CLOEXEC == 0 {
 		t.Errorf("descriptor %d after Prepare: flags %#x (%v), want close-on-exec", fd, flags, err)
 	}
+}
+
+// TestLiveRunEndsWhenItsKeeperDies: a keeper killed while its run goes on (the OOM killer,
+// a `pkill -9 bwrapkit` that matched it too) leaves nothing to end the sandbox should
+// bwrapkit die next: the run is ended at once and refused (hardening), not left unkept.
+func TestLiveRunEndsWhenItsKeeperDies(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		workdir := livetest.TempDir(t)
+		// Direct: the command's marker shows on the host as it is written.
+		policy, err := NewPolicy(Request{Workdir: workdir, WorkdirMode: string(WorkdirDirect)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold := Prepare(testExecutable(t), policy.Limits)
+		defer hold.Release()
+		kept, _, _, err := hold.wait()
+		if err != nil || kept == nil {
+			t.Fatalf("preparing: %v", err)
+		}
+		marker := filepath.Join(workdir, "started")
+		type outcome struct {
+			result Result
+			err    error
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			result, err := Run(context.Background(), policy, []string{"/bin/sh", "-c", "touch " + marker + " && exec sleep 30"}, Options{Bwrap: bwrap, Keeper: testExecutable(t), Hold: hold})
+			done <- outcome{result, err}
+		}()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Lstat(marker); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the command never started")
+			}
+		}
+		if err := syscall.Kill(kept.Pid(), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-done:
+			var unavailable *UnavailableError
+			if !errors.As(got.err, &unavailable) || unavailable.Reason != ReasonHardening || !strings.Contains(got.err.Error(), "keeper exited") {
+				t.Errorf("after the keeper died: %+v %v, want a hardening refusal naming the keeper", got.result, got.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the run went on for 10 s without its keeper")
+		}
+	})
+}
+
+// TestStaleHoldIsReleasedByTheRunThatMakesItsOwn: a hold too old for any run to take is
+// let go as soon as a run makes its own, not after that whole run.
+func TestStaleHoldIsReleasedByTheRunThatMakesItsOwn(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		policy, err := NewPolicy(Request{Workdir: livetest.TempDir(t)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keeper := testExecutable(t)
+		stale := Prepare(keeper, policy.Limits)
+		defer stale.Release()
+		kept, _, _, err := stale.wait()
+		if err != nil || kept == nil {
+			t.Fatalf("preparing: %v", err)
+		}
+		stale.made = stale.made.Add(-holdFresh)
+		gone := kept.Exited()
+		if gone == nil {
+			livetest.Skip(t, "no pidfd to watch the keeper by")
+		}
+		released := make(chan bool, 1)
+		go func() {
+			select {
+			case <-gone:
+				released <- true
+			case <-time.After(5 * time.Second):
+				released <- false
+			}
+		}()
+		result, err := Run(context.Background(), policy, []string{"/bin/sleep", "1"}, Options{Bwrap: bwrap, Keeper: keeper, Hold: stale})
+		if err != nil || result.ExitCode != 0 {
+			t.Fatalf("the run: %+v %v", result, err)
+		}
+		if result.Duration < time.Second {
+			t.Fatalf("the run took %v, less than its command", result.Duration)
+		}
+		select {
+		case ok := <-released:
+			if !ok {
+				t.Error("the stale hold's keeper outlived its release bound")
+			}
+		default:
+			t.Error("the stale hold's keeper was still there when the run ended: not released at the run's start")
+		}
+	})
 }

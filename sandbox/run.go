@@ -337,6 +337,11 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 	// is told of before it is made. Both may be under way already (Options.Hold).
 	hold := opts.Hold
 	if !hold.take(opts.Keeper, plan.limits) {
+		if hold.stale() {
+			// No run takes it any more: its keeper and cgroup need not wait for the
+			// caller's Release, after this whole run.
+			go hold.Release()
+		}
 		hold = prepare(opts.Keeper, plan.limits, false)
 	}
 	keeper, group, cgroups, err := hold.wait()
@@ -412,6 +417,10 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 	var deadline, lostSight <-chan time.Time
 	var waitErr, interrupted, refused error
 	cancelled := ctx.Done()
+	var keeperExited <-chan struct{}
+	if keeper != nil {
+		keeperExited = keeper.Exited()
+	}
 
 wait:
 	for {
@@ -457,6 +466,14 @@ wait:
 			return Result{}, &UnavailableError{Reason: ReasonLaunchTimeout, Bwrap: argv[0], Stderr: stderr.String(), Err: fmt.Errorf("%v", launchTimeout)}
 		case <-deadline:
 			observed.timedOut = true
+			kill(process, child)
+		case <-keeperExited:
+			// Nothing would end the sandbox if bwrapkit died now: the run is ended, and
+			// refused, rather than left unkept.
+			keeperExited = nil
+			if refused == nil {
+				refused = &UnavailableError{Reason: ReasonHardening, Err: errors.New("the run's keeper exited while the run went on, so nothing would have ended the sandbox had bwrapkit died; the sandbox was ended (was the keeper killed, by the OOM killer or a pkill that matched it?)")}
+			}
 			kill(process, child)
 		case <-cancelled:
 			cancelled = nil // a closed channel would fire on every turn of the loop

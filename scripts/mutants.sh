@@ -274,6 +274,18 @@ into: if repo, ok := repositoryPart(names); ok && rules.LowerHas != nil && gitSh
 test: ./sandbox/land TestDecideRefusesTheShapeOfARepository
 what: in a directory the project already holds as a repository (a bare fixture), its config, commondir and hooks never take a change
 
+file: sandbox/run.go
+line: keeperExited = keeper.Exited()
+into: keeperExited = nil
+test: ./sandbox TestLiveRunEndsWhenItsKeeperDies
+what: a run whose keeper dies while it goes on is ended and refused, not left unkept
+
+file: sandbox/run.go
+line: go hold.Release()
+into: -
+test: ./sandbox TestStaleHoldIsReleasedByTheRunThatMakesItsOwn
+what: a stale hold is let go when the run makes its own, not after the whole run
+
 file: sandbox/git.go
 line: policy.Protect = protect
 into: _ = protect

@@ -17,15 +17,22 @@ func ParkUntilExited(pid int) {
 	if err != nil {
 		return
 	}
+	parkOnPidfd(fd)
+}
+
+// parkOnPidfd parks until the process of fd, a non-blocking pidfd, has exited, and closes
+// fd; false when it could not wait (it then returns at once).
+func parkOnPidfd(fd int) bool {
 	pidfd := os.NewFile(uintptr(fd), "pidfd")
 	defer pidfd.Close()
 	raw, err := pidfd.SyscallConn()
 	if err != nil {
-		return
+		return false
 	}
 	// A pidfd turns readable when its process exits; it cannot be read.
-	_ = raw.Read(func(fd uintptr) bool {
+	err = raw.Read(func(fd uintptr) bool {
 		n, _ := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
 		return n != 0
 	})
+	return err == nil
 }

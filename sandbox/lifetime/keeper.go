@@ -105,6 +105,27 @@ func (k *Keeper) Confirm(bound time.Duration) error {
 	return nil
 }
 
+// Exited is closed when the keeper process exits, so that a run notices a keeper that died
+// while it went on (the OOM killer, a `pkill -9 bwrapkit` that matched it too): nothing
+// would then end the sandbox if bwrapkit died. nil where the kernel has no pidfd to watch
+// it by; a keeper that exits after Release is the run's normal end.
+func (k *Keeper) Exited() <-chan struct{} {
+	fd, err := unix.PidfdOpen(k.process.Pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return nil
+	}
+	exited := make(chan struct{})
+	go func() {
+		if parkOnPidfd(fd) {
+			close(exited)
+		}
+	}()
+	return exited
+}
+
+// Pid is the keeper process's pid.
+func (k *Keeper) Pid() int { return k.process.Pid }
+
 // Env is the variable that marks the run's processes for the keeper: bwrap's environment.
 func (k *Keeper) Env() string { return TokenVar + "=" + k.token }
 

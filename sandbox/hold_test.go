@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,6 +185,10 @@ func TestLiveRunEndsWhenItsKeeperDies(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatal("the command never started")
 			}
+		}
+		// A `pkill -9 bwrapkit` must not reach the keeper: its name does not say bwrapkit.
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", kept.Pid())); err != nil || strings.Contains(string(comm), "bwrapkit") {
+			t.Errorf("the keeper's name is %q (%v): a pkill of bwrapkit would end it too", comm, err)
 		}
 		if err := syscall.Kill(kept.Pid(), syscall.SIGKILL); err != nil {
 			t.Fatal(err)

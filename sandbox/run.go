@@ -472,7 +472,7 @@ wait:
 			// refused, rather than left unkept.
 			keeperExited = nil
 			if refused == nil {
-				refused = &UnavailableError{Reason: ReasonHardening, Err: errors.New("the run's keeper exited while the run went on, so nothing would have ended the sandbox had bwrapkit died; the sandbox was ended (was the keeper killed, by the OOM killer or a pkill that matched it?)")}
+				refused = &UnavailableError{Reason: ReasonHardening, Err: errors.New("the run's keeper exited while the run went on, so nothing would have ended the sandbox had bwrapkit died; the sandbox was ended (was the keeper, sandbox-keeper, killed by the OOM killer or a pkill -f?)")}
 			}
 			kill(process, child)
 		case <-cancelled:

@@ -106,7 +106,7 @@ func (k *Keeper) Confirm(bound time.Duration) error {
 }
 
 // Exited is closed when the keeper process exits, so that a run notices a keeper that died
-// while it went on (the OOM killer, a `pkill -9 bwrapkit` that matched it too): nothing
+// while it went on (the OOM killer, a `pkill -f` of the helper's path): nothing
 // would then end the sandbox if bwrapkit died. nil where the kernel has no pidfd to watch
 // it by; a keeper that exits after Release is the run's normal end.
 func (k *Keeper) Exited() <-chan struct{} {
@@ -122,6 +122,10 @@ func (k *Keeper) Exited() <-chan struct{} {
 	}()
 	return exited
 }
+
+// ProcessName is the keeper's process name (its comm), which no pattern naming bwrapkit
+// matches.
+const ProcessName = "sandbox-keeper"
 
 // Pid is the keeper process's pid.
 func (k *Keeper) Pid() int { return k.process.Pid }
@@ -190,6 +194,9 @@ func Main(args []string) int {
 		return 2
 	}
 	token := args[0]
+	// A name `pkill -9 bwrapkit` (a common end for a hung run) does not match, so that the
+	// keeper outlives it and ends the sandbox, as it is there to (bwrapkit-helper would).
+	_ = os.WriteFile("/proc/self/comm", []byte(ProcessName), 0)
 	// Only bwrapkit's going (the lifeline's end) or its "done" ends the keeper.
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
 	// Non-blocking, so the runtime's poller waits on it: a read blocked in the kernel

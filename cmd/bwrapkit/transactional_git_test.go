@@ -21,11 +21,7 @@ func TestLiveTransactionalGitCommit(t *testing.T) {
 		t.Run(bwrap.Name, func(t *testing.T) {
 			asUsers(t, func(t *testing.T, prefix []string, project, home string) {
 				hostGit := userGit(t, prefix, project, home)
-				gitconfig := filepath.Join(home, ".gitconfig")
-				if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = t\n\temail = t@t\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				os.Chown(gitconfig, uidOf(prefix), uidOf(prefix))
+				committer(t, prefix, home)
 				hostGit("init", "-q", "-b", "main")
 				if err := os.WriteFile(filepath.Join(project, "a"), []byte("a\n"), 0o644); err != nil {
 					t.Fatal(err)
@@ -101,64 +97,64 @@ func uidOf(prefix []string) int {
 // other branch out, or committing on the current one, runs nothing the command wrote; a
 // commit of an ordinary file still lands.
 func TestLiveCommitsKeepTheGuardedPaths(t *testing.T) {
-	for _, bwrap := range livetest.Bwraps(t) {
-		if !hasOverlay(bwrap.Path) {
-			continue
+	overlayAsUsers(t, func(t *testing.T, bwrap livetest.Bwrap, prefix []string, project, home string) {
+		hostGit := userGit(t, prefix, project, home)
+		committer(t, prefix, home)
+		hostGit("init", "-q", "-b", "main")
+		hostGit("config", "core.hooksPath", ".githooks")
+		setup := append(append([]string{}, prefix...), "sh", "-c", `mkdir .githooks && printf '#!/bin/sh\ntrue\n' > .githooks/pre-commit && chmod 755 .githooks/pre-commit && echo a > a`)
+		cmd := exec.Command(setup[0], setup[1:]...)
+		cmd.Dir = project
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("setup: %v\n%s", err, out)
 		}
-		t.Run(bwrap.Name, func(t *testing.T) {
-			asUsers(t, func(t *testing.T, prefix []string, project, home string) {
-				hostGit := userGit(t, prefix, project, home)
-				gitconfig := filepath.Join(home, ".gitconfig")
-				if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = t\n\temail = t@t\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				os.Chown(gitconfig, uidOf(prefix), uidOf(prefix))
-				hostGit("init", "-q", "-b", "main")
-				hostGit("config", "core.hooksPath", ".githooks")
-				setup := append(append([]string{}, prefix...), "sh", "-c", `mkdir .githooks && printf '#!/bin/sh\ntrue\n' > .githooks/pre-commit && chmod 755 .githooks/pre-commit && echo a > a`)
-				cmd := exec.Command(setup[0], setup[1:]...)
-				cmd.Dir = project
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("setup: %v\n%s", err, out)
-				}
-				hostGit("add", ".")
-				hostGit("commit", "-qm", "first")
-				hostGit("branch", "dev")
+		hostGit("add", ".")
+		hostGit("commit", "-qm", "first")
+		hostGit("branch", "dev")
 
-				canary := filepath.Join(home, "hook-ran")
-				// commitWith makes a commit on branch from its tree with path set to the
-				// payload, by plumbing alone (no work tree, no hook).
-				commitWith := func(branch, path string) string {
-					return `export GIT_INDEX_FILE=$(mktemp) && git read-tree ` + branch +
-						` && blob=$(printf '#!/bin/sh\ntouch ` + canary + `\n' | git hash-object -w --stdin)` +
-						` && git update-index --add --cacheinfo 100755,$blob,` + path +
-						` && c=$(git commit-tree -p ` + branch + ` -m planted $(git write-tree)) && git update-ref refs/heads/` + branch + ` $c`
-				}
-				before := hostGit("rev-parse", "main", "dev")
-				script := commitWith("dev", ".githooks/post-checkout") + " && " + commitWith("main", ".githooks/pre-commit")
-				status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--git", "commit", "--", "sh", "-c", script)
-				if status != 0 || !strings.Contains(stderr, "refused .git/refs/heads/dev") || !strings.Contains(stderr, "refused .git/refs/heads/main") {
-					t.Errorf("commits changing the hooks directory: exit %d\n%s", status, stderr)
-				}
-				if after := hostGit("rev-parse", "main", "dev"); after != before {
-					t.Errorf("a branch moved: %q, was %q", after, before)
-				}
-				hostGit("checkout", "-q", "dev")
-				hostGit("checkout", "-q", "main")
-				hostGit("restore", ".")
-				hostGit("commit", "-q", "--allow-empty", "-m", "on the host")
-				if _, err := os.Lstat(canary); err == nil {
-					t.Error("the host's git ran a hook the command committed")
-				}
+		canary := filepath.Join(home, "hook-ran")
+		// commitWith makes a commit on branch from its tree with path set to the
+		// payload, by plumbing alone (no work tree, no hook).
+		commitWith := func(branch, path string) string {
+			return `export GIT_INDEX_FILE=$(mktemp) && git read-tree ` + branch +
+				` && blob=$(printf '#!/bin/sh\ntouch ` + canary + `\n' | git hash-object -w --stdin)` +
+				` && git update-index --add --cacheinfo 100755,$blob,` + path +
+				` && c=$(git commit-tree -p ` + branch + ` -m planted $(git write-tree)) && git update-ref refs/heads/` + branch + ` $c`
+		}
+		before := hostGit("rev-parse", "main", "dev")
+		script := commitWith("dev", ".githooks/post-checkout") + " && " + commitWith("main", ".githooks/pre-commit")
+		status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--git", "commit", "--", "sh", "-c", script)
+		if status != 0 || !strings.Contains(stderr, "refused .git/refs/heads/dev") || !strings.Contains(stderr, "refused .git/refs/heads/main") {
+			t.Errorf("commits changing the hooks directory: exit %d\n%s", status, stderr)
+		}
+		if after := hostGit("rev-parse", "main", "dev"); after != before {
+			t.Errorf("a branch moved: %q, was %q", after, before)
+		}
+		hostGit("checkout", "-q", "dev")
+		hostGit("checkout", "-q", "main")
+		hostGit("restore", ".")
+		hostGit("commit", "-q", "--allow-empty", "-m", "on the host")
+		if _, err := os.Lstat(canary); err == nil {
+			t.Error("the host's git ran a hook the command committed")
+		}
 
-				status, _, stderr = runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--git", "commit", "--", "sh", "-c", "echo b > b && git add b && git commit -qm honest")
-				if status != 0 || strings.Contains(stderr, "refused") {
-					t.Errorf("an honest commit: exit %d\n%s", status, stderr)
-				}
-				if log := hostGit("log", "-1", "--format=%s"); log != "honest\n" {
-					t.Errorf("the honest commit did not land: %q\n%s", log, stderr)
-				}
-			})
-		})
+		status, _, stderr = runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--git", "commit", "--", "sh", "-c", "echo b > b && git add b && git commit -qm honest")
+		if status != 0 || strings.Contains(stderr, "refused") {
+			t.Errorf("an honest commit: exit %d\n%s", status, stderr)
+		}
+		if log := hostGit("log", "-1", "--format=%s"); log != "honest\n" {
+			t.Errorf("the honest commit did not land: %q\n%s", log, stderr)
+		}
+	})
+}
+
+// committer gives the user (prefix) a git identity in home, so that git commit works
+// inside the sandbox (which sees the caller's ~/.gitconfig identity) and on the host.
+func committer(t *testing.T, prefix []string, home string) {
+	t.Helper()
+	gitconfig := filepath.Join(home, ".gitconfig")
+	if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = t\n\temail = t@t\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	os.Chown(gitconfig, uidOf(prefix), uidOf(prefix))
 }

@@ -20,86 +20,72 @@ import (
 // project's `../.gitconfig`: any core.fsmonitor written there runs at the host's next
 // `git status`). Judged by the host's git, as the user, with a canary in each.
 func TestLiveWorkTreeFilesGitConfigNamesAreGuarded(t *testing.T) {
-	for _, bwrap := range livetest.Bwraps(t) {
-		if !hasOverlay(bwrap.Path) {
-			continue
+	overlayAsUsers(t, func(t *testing.T, bwrap livetest.Bwrap, prefix []string, project, home string) {
+		git := userGit(t, prefix, project, home)
+		frontend := filepath.Join(project, "frontend")
+		git("init", "-q")
+		git("config", "core.hooksPath", "frontend/.husky/_")
+		git("config", "include.path", "../.gitconfig.local")
+		argv := append(append([]string{}, prefix...), "sh", "-c", "mkdir frontend && echo 1 > frontend/app")
+		setup := exec.Command(argv[0], argv[1:]...)
+		setup.Dir = project
+		if out, err := setup.CombinedOutput(); err != nil {
+			t.Fatalf("setup: %v\n%s", err, out)
 		}
-		t.Run(bwrap.Name, func(t *testing.T) {
-			asUsers(t, func(t *testing.T, prefix []string, project, home string) {
-				git := userGit(t, prefix, project, home)
-				frontend := filepath.Join(project, "frontend")
-				git("init", "-q")
-				git("config", "core.hooksPath", "frontend/.husky/_")
-				git("config", "include.path", "../.gitconfig.local")
-				argv := append(append([]string{}, prefix...), "sh", "-c", "mkdir frontend && echo 1 > frontend/app")
-				setup := exec.Command(argv[0], argv[1:]...)
-				setup.Dir = project
-				if out, err := setup.CombinedOutput(); err != nil {
-					t.Fatalf("setup: %v\n%s", err, out)
-				}
-				git("add", "frontend/app")
-				git("commit", "-qm", "init")
+		git("add", "frontend/app")
+		git("commit", "-qm", "init")
 
-				hookCanary, monitorCanary := filepath.Join(home, "hook-ran"), filepath.Join(home, "fsmonitor-ran")
-				plantHook := "mkdir -p .husky/_ && printf '#!/bin/sh\\ntouch " + hookCanary + "\\n' > .husky/_/pre-commit && chmod 755 .husky/_/pre-commit && echo 2 > app"
-				status, _, stderr := runIn(t, prefix, project, home, "run", "--workdir", frontend, "--bwrap", bwrap.Path, "--", "sh", "-c", plantHook)
-				if status != 0 || !strings.Contains(stderr, "refused .husky: protected") {
-					t.Errorf("a hook planted from the subdirectory workdir: exit %d\n%s", status, stderr)
-				}
-				plantConfig := `printf '[core]\n\tfsmonitor = "touch ` + monitorCanary + `; false"\n' > .gitconfig.local`
-				status, _, stderr = runIn(t, prefix, project, home, "run", "--workdir", project, "--bwrap", bwrap.Path, "--", "sh", "-c", plantConfig)
-				if status != 0 || !strings.Contains(stderr, "refused .gitconfig.local: protected") {
-					t.Errorf("a config file include.path names: exit %d\n%s", status, stderr)
-				}
+		hookCanary, monitorCanary := filepath.Join(home, "hook-ran"), filepath.Join(home, "fsmonitor-ran")
+		plantHook := "mkdir -p .husky/_ && printf '#!/bin/sh\\ntouch " + hookCanary + "\\n' > .husky/_/pre-commit && chmod 755 .husky/_/pre-commit && echo 2 > app"
+		status, _, stderr := runIn(t, prefix, project, home, "run", "--workdir", frontend, "--bwrap", bwrap.Path, "--", "sh", "-c", plantHook)
+		if status != 0 || !strings.Contains(stderr, "refused .husky: protected") {
+			t.Errorf("a hook planted from the subdirectory workdir: exit %d\n%s", status, stderr)
+		}
+		plantConfig := `printf '[core]\n\tfsmonitor = "touch ` + monitorCanary + `; false"\n' > .gitconfig.local`
+		status, _, stderr = runIn(t, prefix, project, home, "run", "--workdir", project, "--bwrap", bwrap.Path, "--", "sh", "-c", plantConfig)
+		if status != 0 || !strings.Contains(stderr, "refused .gitconfig.local: protected") {
+			t.Errorf("a config file include.path names: exit %d\n%s", status, stderr)
+		}
 
-				git("status", "--short")
-				git("commit", "-qam", "second")
-				for _, canary := range []string{hookCanary, monitorCanary} {
-					if _, err := os.Lstat(canary); err == nil {
-						t.Errorf("the host's git ran what the command planted (%s)", filepath.Base(canary))
-					}
-				}
-				if out := git("show", "--stat", "HEAD"); !strings.Contains(out, "frontend/app") {
-					t.Errorf("the honest change did not land and commit:\n%s", out)
-				}
-			})
-		})
-	}
+		git("status", "--short")
+		git("commit", "-qam", "second")
+		for _, canary := range []string{hookCanary, monitorCanary} {
+			if _, err := os.Lstat(canary); err == nil {
+				t.Errorf("the host's git ran what the command planted (%s)", filepath.Base(canary))
+			}
+		}
+		if out := git("show", "--stat", "HEAD"); !strings.Contains(out, "frontend/app") {
+			t.Errorf("the honest change did not land and commit:\n%s", out)
+		}
+	})
 }
 
 // TestLiveSubmodulesHooksPathIsGuarded: a submodule with husky set up inside it (its own
 // config's core.hooksPath, relative to the submodule) never takes the command's hook,
 // judged by the host's git committing in the submodule afterwards.
 func TestLiveSubmodulesHooksPathIsGuarded(t *testing.T) {
-	for _, bwrap := range livetest.Bwraps(t) {
-		if !hasOverlay(bwrap.Path) {
-			continue
-		}
-		t.Run(bwrap.Name, func(t *testing.T) {
-			asUsers(t, func(t *testing.T, prefix []string, project, home string) {
-				git := userGit(t, prefix, project, home)
-				lib := filepath.Join(project, "lib-src")
-				git("init", "-q", lib)
-				git("-C", lib, "commit", "-q", "--allow-empty", "-m", "lib")
-				git("init", "-q")
-				git("-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib")
-				git("commit", "-qm", "vendor lib")
-				sub := filepath.Join(project, "vendor", "lib")
-				git("-C", sub, "config", "core.hooksPath", ".husky/_")
+	overlayAsUsers(t, func(t *testing.T, bwrap livetest.Bwrap, prefix []string, project, home string) {
+		git := userGit(t, prefix, project, home)
+		lib := filepath.Join(project, "lib-src")
+		git("init", "-q", lib)
+		git("-C", lib, "commit", "-q", "--allow-empty", "-m", "lib")
+		git("init", "-q")
+		git("-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib")
+		git("commit", "-qm", "vendor lib")
+		sub := filepath.Join(project, "vendor", "lib")
+		git("-C", sub, "config", "core.hooksPath", ".husky/_")
 
-				canary := filepath.Join(home, "submodule-hook-ran")
-				plant := "mkdir -p vendor/lib/.husky/_ && printf '#!/bin/sh\\ntouch " + canary + "\\n' > vendor/lib/.husky/_/pre-commit && chmod 755 vendor/lib/.husky/_/pre-commit"
-				status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--", "sh", "-c", plant)
-				if status != 0 || !strings.Contains(stderr, "refused vendor/lib/.husky: protected") {
-					t.Errorf("a hook planted in the submodule's hooks path: exit %d\n%s", status, stderr)
-				}
-				git("-C", sub, "commit", "-q", "--allow-empty", "-m", "in the submodule")
-				if _, err := os.Lstat(canary); err == nil {
-					t.Error("the host's git ran the hook the command planted in the submodule")
-				}
-			})
-		})
-	}
+		canary := filepath.Join(home, "submodule-hook-ran")
+		plant := "mkdir -p vendor/lib/.husky/_ && printf '#!/bin/sh\\ntouch " + canary + "\\n' > vendor/lib/.husky/_/pre-commit && chmod 755 vendor/lib/.husky/_/pre-commit"
+		status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--", "sh", "-c", plant)
+		if status != 0 || !strings.Contains(stderr, "refused vendor/lib/.husky: protected") {
+			t.Errorf("a hook planted in the submodule's hooks path: exit %d\n%s", status, stderr)
+		}
+		git("-C", sub, "commit", "-q", "--allow-empty", "-m", "in the submodule")
+		if _, err := os.Lstat(canary); err == nil {
+			t.Error("the host's git ran the hook the command planted in the submodule")
+		}
+	})
 }
 
 // TestLiveNpmSettingsNeverLand: a command writes an .npmrc whose script-shell is its own
@@ -110,41 +96,34 @@ func TestLiveNpmSettingsNeverLand(t *testing.T) {
 	if _, err := exec.LookPath("npm"); err != nil {
 		t.Fatal("npm is not installed (scripts/ci-deps.sh installs it)")
 	}
-	for _, bwrap := range livetest.Bwraps(t) {
-		if !hasOverlay(bwrap.Path) {
-			continue
+	overlayAsUsers(t, func(t *testing.T, bwrap livetest.Bwrap, prefix []string, project, home string) {
+		write := append(append([]string{}, prefix...), "sh", "-c", `printf '{"name":"p","version":"1.0.0","scripts":{"install":"true"}}\n' > package.json`)
+		setup := exec.Command(write[0], write[1:]...)
+		setup.Dir = project
+		if out, err := setup.CombinedOutput(); err != nil {
+			t.Fatalf("setup: %v\n%s", err, out)
 		}
-		t.Run(bwrap.Name, func(t *testing.T) {
-			asUsers(t, func(t *testing.T, prefix []string, project, home string) {
-				write := append(append([]string{}, prefix...), "sh", "-c", `printf '{"name":"p","version":"1.0.0","scripts":{"install":"true"}}\n' > package.json`)
-				setup := exec.Command(write[0], write[1:]...)
-				setup.Dir = project
-				if out, err := setup.CombinedOutput(); err != nil {
-					t.Fatalf("setup: %v\n%s", err, out)
-				}
-				canary := filepath.Join(home, "npm-shell-ran")
-				plant := "printf '#!/bin/sh\\ntouch " + canary + "\\nexec /bin/sh \"$@\"\\n' > .sh-cache && chmod 755 .sh-cache" +
-					" && echo script-shell=" + filepath.Join(project, ".sh-cache") + " > .npmrc" +
-					" && printf '.gitignore\\n.npmrc\\n.sh-cache\\n' > .gitignore && echo honest > notes.txt"
-				status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--", "sh", "-c", plant)
-				if status != 0 || !strings.Contains(stderr, "refused .npmrc: tool-config") {
-					t.Errorf("an .npmrc naming the command's shell: exit %d\n%s", status, stderr)
-				}
-				if _, err := os.Lstat(filepath.Join(project, "notes.txt")); err != nil {
-					t.Errorf("the honest change did not land: %v", err)
-				}
-				argv := append(append([]string{}, prefix...), "env", "-i", "HOME="+home, newcomerPATH, "npm", "install", "--offline", "--no-audit", "--no-fund")
-				npm := exec.Command(argv[0], argv[1:]...)
-				npm.Dir = project
-				if out, err := npm.CombinedOutput(); err != nil {
-					t.Fatalf("the host's npm install: %v\n%s", err, out)
-				}
-				if _, err := os.Lstat(canary); err == nil {
-					t.Error("the host's npm ran the shell the command named")
-				}
-			})
-		})
-	}
+		canary := filepath.Join(home, "npm-shell-ran")
+		plant := "printf '#!/bin/sh\\ntouch " + canary + "\\nexec /bin/sh \"$@\"\\n' > .sh-cache && chmod 755 .sh-cache" +
+			" && echo script-shell=" + filepath.Join(project, ".sh-cache") + " > .npmrc" +
+			" && printf '.gitignore\\n.npmrc\\n.sh-cache\\n' > .gitignore && echo honest > notes.txt"
+		status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--", "sh", "-c", plant)
+		if status != 0 || !strings.Contains(stderr, "refused .npmrc: tool-config") {
+			t.Errorf("an .npmrc naming the command's shell: exit %d\n%s", status, stderr)
+		}
+		if _, err := os.Lstat(filepath.Join(project, "notes.txt")); err != nil {
+			t.Errorf("the honest change did not land: %v", err)
+		}
+		argv := append(append([]string{}, prefix...), "env", "-i", "HOME="+home, newcomerPATH, "npm", "install", "--offline", "--no-audit", "--no-fund")
+		npm := exec.Command(argv[0], argv[1:]...)
+		npm.Dir = project
+		if out, err := npm.CombinedOutput(); err != nil {
+			t.Fatalf("the host's npm install: %v\n%s", err, out)
+		}
+		if _, err := os.Lstat(canary); err == nil {
+			t.Error("the host's npm ran the shell the command named")
+		}
+	})
 }
 
 // TestLiveLinkedGitFilesAreProtected: a repository whose .git/config, hooks directory and

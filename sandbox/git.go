@@ -104,5 +104,5 @@ func (t *transaction) verifyGit(upper string, entries []land.Entry) {
 	if t.policy.Git != GitCommit {
 		return
 	}
-	gitmeta.Verify(t.policy.Workdir, upper, entries, t.rules().Guarded)
+	gitmeta.Verify(t.policy.Workdir, upper, entries, t.rules().RefusesPath)
 }

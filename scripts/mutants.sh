@@ -257,10 +257,10 @@ test: ./sandbox/land TestDecide
 what: a package manager's settings (.npmrc, .yarnrc.yml, .pnpmfile.cjs) or its own code (.yarn/releases) never land
 
 file: sandbox/gitmeta/verify.go
-line: entry.GitOK = tipOK(gitDir, file, objects, guarded)
+line: entry.GitOK = tipOK(gitDir, file, objects, refuses)
 into: entry.GitOK, _ = true, objects
 test: ./cmd/bwrapkit TestLiveCommitsKeepTheGuardedPaths
-what: with --git commit, a branch tip that changes a guarded path (the hooks directory) does not land
+what: with --git commit, a branch tip that changes a path the work tree refuses (the hooks directory or a parent of it, an .npmrc) does not land
 
 file: sandbox/land/decide.go
 line: return len(rest) > 2 && rest[1] == "heads" && !strings.HasSuffix(entry.Path, ".lock") && entry.GitOK
@@ -269,8 +269,8 @@ test: ./sandbox/land TestDecide
 what: with --git commit, a branch ref lands only once gitmeta.Verify checked its tip
 
 file: sandbox/land/decide.go
-line: if repo, ok := repositoryPart(names); ok && rules.LowerHas != nil && gitShaped(repo, rules.LowerHas) {
-into: if repo, ok := repositoryPart(names); ok && rules.LowerHas != nil && gitShaped(repo, rules.LowerHas) && false {
+line: if inRepository(names, rules.LowerHas) {
+into: if false {
 test: ./sandbox/land TestDecideRefusesTheShapeOfARepository
 what: in a directory the project already holds as a repository (a bare fixture), its config, commondir and hooks never take a change
 
@@ -285,6 +285,18 @@ line: go hold.Release()
 into: -
 test: ./sandbox TestStaleHoldIsReleasedByTheRunThatMakesItsOwn
 what: a stale hold is let go when the run makes its own, not after the whole run
+
+file: sandbox/land/decide.go
+line: if within(guarded, p) || within(p, guarded) {
+into: if within(guarded, p) {
+test: ./sandbox/land TestRefusesPath
+what: a commit may not replace a parent of a guarded path (a symlink in place of .husky)
+
+file: sandbox/gitmeta/verify.go
+line: entry.GitOK = indexOK(gitDir, file) && indexKeeps(gitDir, file, refuses)
+into: entry.GitOK = indexOK(gitDir, file)
+test: ./sandbox/gitmeta TestIndexKeepsRefusedPaths
+what: with --git commit, an index that stages a path the work tree refuses does not land
 
 file: sandbox/git.go
 line: policy.Protect = protect

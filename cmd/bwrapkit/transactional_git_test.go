@@ -90,19 +90,20 @@ func uidOf(prefix []string) int {
 	return os.Geteuid()
 }
 
-// TestLiveCommitsKeepTheGuardedPaths: with --git commit, a command writes commits whose
-// trees change the hooks directory core.hooksPath names (a new hook on another branch, and
-// a changed one on the current branch, made with git's plumbing so that the work tree's own
-// refused change does not matter). Neither branch moves, and the host's git checking the
-// other branch out, or committing on the current one, runs nothing the command wrote; a
-// commit of an ordinary file still lands.
+// TestLiveCommitsKeepTheGuardedPaths: with --git commit, a command writes commits that
+// carry what the work tree refuses, made with git's plumbing so that the work tree's own
+// refused change does not matter, in a husky-style project (core.hooksPath .husky/_, a
+// directory that ignores itself): a new hook on one branch, .husky swapped for a symlink
+// to a hooks directory of the command's on another, a changed hook and an .npmrc on the
+// current one. No branch moves, and the host's git checking each branch out, restoring and
+// committing runs nothing the command wrote; a commit of an ordinary file still lands.
 func TestLiveCommitsKeepTheGuardedPaths(t *testing.T) {
 	overlayAsUsers(t, func(t *testing.T, bwrap livetest.Bwrap, prefix []string, project, home string) {
 		hostGit := userGit(t, prefix, project, home)
 		committer(t, prefix, home)
 		hostGit("init", "-q", "-b", "main")
-		hostGit("config", "core.hooksPath", ".githooks")
-		setup := append(append([]string{}, prefix...), "sh", "-c", `mkdir .githooks && printf '#!/bin/sh\ntrue\n' > .githooks/pre-commit && chmod 755 .githooks/pre-commit && echo a > a`)
+		hostGit("config", "core.hooksPath", ".husky/_")
+		setup := append(append([]string{}, prefix...), "sh", "-c", `mkdir -p .husky/_ && echo '*' > .husky/_/.gitignore && printf '#!/bin/sh\ntrue\n' > .husky/_/pre-commit && chmod 755 .husky/_/pre-commit && echo husky > .husky/README && echo a > a`)
 		cmd := exec.Command(setup[0], setup[1:]...)
 		cmd.Dir = project
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -111,31 +112,45 @@ func TestLiveCommitsKeepTheGuardedPaths(t *testing.T) {
 		hostGit("add", ".")
 		hostGit("commit", "-qm", "first")
 		hostGit("branch", "dev")
+		hostGit("branch", "feat")
 
 		canary := filepath.Join(home, "hook-ran")
-		// commitWith makes a commit on branch from its tree with path set to the
-		// payload, by plumbing alone (no work tree, no hook).
-		commitWith := func(branch, path string) string {
-			return `export GIT_INDEX_FILE=$(mktemp) && git read-tree ` + branch +
-				` && blob=$(printf '#!/bin/sh\ntouch ` + canary + `\n' | git hash-object -w --stdin)` +
-				` && git update-index --add --cacheinfo 100755,$blob,` + path +
-				` && c=$(git commit-tree -p ` + branch + ` -m planted $(git write-tree)) && git update-ref refs/heads/` + branch + ` $c`
+		payload := `$(printf '#!/bin/sh\ntouch ` + canary + `\n' | git hash-object -w --stdin)`
+		// plant makes a commit on branch from its tree with the given index changes, by
+		// plumbing alone (no work tree, no hook), and moves the branch to it.
+		plant := func(branch string, changes ...string) string {
+			script := `export GIT_INDEX_FILE=$(mktemp) && git read-tree ` + branch
+			for _, change := range changes {
+				script += " && git update-index " + change
+			}
+			return script + ` && c=$(git commit-tree -p ` + branch + ` -m planted $(git write-tree)) && git update-ref refs/heads/` + branch + ` $c`
 		}
-		before := hostGit("rev-parse", "main", "dev")
-		script := commitWith("dev", ".githooks/post-checkout") + " && " + commitWith("main", ".githooks/pre-commit")
+		link := `$(printf tools/hk | git hash-object -w --stdin)`
+		script := strings.Join([]string{
+			plant("dev", "--add --cacheinfo 100755,"+payload+",.husky/_/post-checkout"),
+			plant("feat", "--force-remove .husky/README", "--add --cacheinfo 120000,"+link+",.husky", "--add --cacheinfo 100755,"+payload+",tools/hk/_/post-checkout"),
+			plant("main", "--add --cacheinfo 100755,"+payload+",.husky/_/pre-commit", "--add --cacheinfo 100644,$(echo script-shell=./x | git hash-object -w --stdin),.npmrc"),
+		}, " && ")
+		before := hostGit("rev-parse", "main", "dev", "feat")
 		status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--git", "commit", "--", "sh", "-c", script)
-		if status != 0 || !strings.Contains(stderr, "refused .git/refs/heads/dev") || !strings.Contains(stderr, "refused .git/refs/heads/main") {
-			t.Errorf("commits changing the hooks directory: exit %d\n%s", status, stderr)
+		for _, branch := range []string{"dev", "feat", "main"} {
+			if !strings.Contains(stderr, "refused .git/refs/heads/"+branch) {
+				t.Errorf("the planted commit on %s was not refused: exit %d\n%s", branch, status, stderr)
+			}
 		}
-		if after := hostGit("rev-parse", "main", "dev"); after != before {
+		if after := hostGit("rev-parse", "main", "dev", "feat"); after != before {
 			t.Errorf("a branch moved: %q, was %q", after, before)
 		}
-		hostGit("checkout", "-q", "dev")
-		hostGit("checkout", "-q", "main")
+		for _, branch := range []string{"dev", "feat", "main"} {
+			hostGit("checkout", "-q", branch)
+		}
 		hostGit("restore", ".")
 		hostGit("commit", "-q", "--allow-empty", "-m", "on the host")
 		if _, err := os.Lstat(canary); err == nil {
 			t.Error("the host's git ran a hook the command committed")
+		}
+		if _, err := os.Lstat(filepath.Join(project, ".npmrc")); err == nil {
+			t.Error("a committed .npmrc reached the work tree")
 		}
 
 		status, _, stderr = runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--git", "commit", "--", "sh", "-c", "echo b > b && git add b && git commit -qm honest")

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"hash"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,12 +28,13 @@ import (
 // would make the host's `git status` run its fsmonitor); HEAD must be a symbolic ref to
 // refs/heads/*. Everything else under .git is refused by land's rules without a look.
 //
-// guarded are the work tree's paths host tools run by themselves (relative, slash-separated:
-// the hooks directory core.hooksPath names, --protect paths): a branch tip or an index the
-// command wrote must hold at each exactly what the host's HEAD (or its index) holds. A
-// commit that changed one would put the command's hook in place at the user's next
-// checkout, stash or restore, though the work tree's own change was refused.
-func Verify(workdir, upper string, entries []land.Entry, guarded []string) {
+// refuses says whether a change at a path (relative, slash-separated) would be refused in
+// the work tree by its path alone (land.Rules.RefusesPath: the guarded hooks directory and
+// its parents, a package manager's settings, a bare fixture's config): a branch tip or an
+// index the command wrote must change no such path against the host's HEAD (or its
+// index). A commit that did would bring the refused file back at the user's next
+// checkout, stash or restore.
+func Verify(workdir, upper string, entries []land.Entry, refuses func(string) bool) {
 	gitDir := filepath.Join(workdir, ".git")
 	objects := []string{"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(upper, ".git", "objects")}
 	for i := range entries {
@@ -52,16 +52,17 @@ func Verify(workdir, upper string, entries []land.Entry, guarded []string) {
 		case len(rest) == 1 && rest[0] == "HEAD":
 			entry.GitOK = headOK(file)
 		case len(rest) == 1 && rest[0] == "index":
-			entry.GitOK = indexOK(gitDir, file) && sameGuarded(gitDir, guarded, []string{"GIT_INDEX_FILE=" + file}, "")
+			entry.GitOK = indexOK(gitDir, file) && indexKeeps(gitDir, file, refuses)
 		case len(rest) > 2 && rest[0] == "refs" && rest[1] == "heads":
-			entry.GitOK = tipOK(gitDir, file, objects, guarded)
+			entry.GitOK = tipOK(gitDir, file, objects, refuses)
 		}
 	}
 }
 
 // tipOK: a branch the command set points at a commit (found among the host's objects and
-// the run's new ones) whose tree holds at every guarded path what the host's HEAD holds.
-func tipOK(gitDir, ref string, objects, guarded []string) bool {
+// the run's new ones) that changes no refused path against the host's HEAD (against
+// nothing, for an unborn HEAD: every path of it is new).
+func tipOK(gitDir, ref string, objects []string, refuses func(string) bool) bool {
 	data, err := safefile.ReadFile(ref, 4096)
 	if err != nil {
 		return false
@@ -70,57 +71,56 @@ func tipOK(gitDir, ref string, objects, guarded []string) bool {
 	if _, err := hex.DecodeString(tip); err != nil || len(tip) != 40 && len(tip) != 64 {
 		return false
 	}
-	return sameGuarded(gitDir, guarded, objects, tip)
+	env := append(slices.Clone(objects), "GIT_NO_REPLACE_OBJECTS=1")
+	var out string
+	var ok bool
+	if head, born := HeadCommit(gitDir); born {
+		out, ok = runHostGit(gitDir, env, "diff-tree", "-r", "-z", "--no-renames", "--name-only", head, tip)
+	} else {
+		out, ok = runHostGit(gitDir, env, "ls-tree", "-r", "-z", "--name-only", tip)
+	}
+	return ok && !anyRefused(strings.Split(out, "\x00"), refuses)
 }
 
-// sameGuarded says whether the guarded paths hold the same (mode, object) in tree as in
-// the host's HEAD (an index where tree is "": the extra environment names it, and it is
-// compared with the host's own index). No guarded path: nothing to compare.
-func sameGuarded(gitDir string, guarded, extra []string, tree string) bool {
-	if len(guarded) == 0 {
-		return true
-	}
-	// Literal pathspecs: a guarded name is a path, never a pattern.
-	extra = append(slices.Clone(extra), "GIT_LITERAL_PATHSPECS=1", "GIT_NO_REPLACE_OBJECTS=1")
-	list := func(env []string, treeish string) (map[string]string, bool) {
-		var out string
-		var ok bool
-		if treeish == "" {
-			out, ok = runHostGit(gitDir, env, append([]string{"ls-files", "--stage", "-z", "--"}, guarded...)...)
-		} else {
-			out, ok = runHostGit(gitDir, env, append([]string{"ls-tree", "-r", "-z", treeish, "--"}, guarded...)...)
-		}
-		return guardedEntries(out, treeish == ""), ok
-	}
-	after, ok := list(extra, tree)
+// indexKeeps: the command's index changes no refused path against the host's own index
+// (none: every staged path is new).
+func indexKeeps(gitDir, index string, refuses func(string) bool) bool {
+	after, ok := runHostGit(gitDir, []string{"GIT_INDEX_FILE=" + index}, "ls-files", "--stage", "-z")
 	if !ok {
 		return false
 	}
-	base := "HEAD"
-	if tree == "" {
-		base = ""
-	} else if _, born := HeadCommit(gitDir); !born {
-		base = "" // an unborn HEAD: the host's index is what a checkout would keep
+	before, _ := runHostGit(gitDir, nil, "ls-files", "--stage", "-z")
+	old, changed := stagedEntries(before), stagedEntries(after)
+	var paths []string
+	for path, entry := range changed {
+		if old[path] != entry {
+			paths = append(paths, path)
+		}
 	}
-	before, _ := list(nil, base)
-	return maps.Equal(before, after)
+	for path := range old {
+		if _, kept := changed[path]; !kept {
+			paths = append(paths, path)
+		}
+	}
+	return !anyRefused(paths, refuses)
 }
 
-// guardedEntries reads `ls-tree -r -z` (staged false) or `ls-files --stage -z` output into
-// path -> "mode object" (pure).
-func guardedEntries(out string, staged bool) map[string]string {
+func anyRefused(paths []string, refuses func(string) bool) bool {
+	for _, path := range paths {
+		if path != "" && refuses(path) {
+			return true
+		}
+	}
+	return false
+}
+
+// stagedEntries reads `ls-files --stage -z` output into path -> "mode object stage"
+// (pure).
+func stagedEntries(out string) map[string]string {
 	entries := map[string]string{}
 	for _, record := range strings.Split(out, "\x00") {
-		meta, path, ok := strings.Cut(record, "\t")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(meta)
-		switch {
-		case staged && len(fields) == 3: // mode object stage
-			entries[path] = fields[0] + " " + fields[1]
-		case !staged && len(fields) == 3: // mode type object
-			entries[path] = fields[0] + " " + fields[2]
+		if meta, path, ok := strings.Cut(record, "\t"); ok {
+			entries[path] = meta
 		}
 	}
 	return entries

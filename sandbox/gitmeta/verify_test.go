@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bwrapkit/bwrapkit/sandbox/land"
 )
 
 // TestNewlyHiddenIndexEntries: the reviewer's `git update-index --assume-unchanged
@@ -144,5 +146,33 @@ func TestObjectAndHeadRules(t *testing.T) {
 		if got := headOK(head); got != want {
 			t.Errorf("HEAD %q: landed %v, want %v", content, got, want)
 		}
+	}
+}
+
+// TestIndexKeepsRefusedPaths: a command's index lands only when it stages no path the work
+// tree refuses, against the host's own index; staging an ordinary file lands.
+func TestIndexKeepsRefusedPaths(t *testing.T) {
+	gitDir, git := testRepo(t)
+	refuses := func(path string) bool { return path == ".npmrc" }
+	blob := "0000000000000000000000000000000000000001"
+	if !indexKeeps(gitDir, commandIndex(t, gitDir, git), refuses) {
+		t.Fatal("the host's own index, unchanged, refused")
+	}
+	if !indexKeeps(gitDir, commandIndex(t, gitDir, git, []string{"update-index", "--add", "--cacheinfo", "100644," + blob + ",notes.txt"}), refuses) {
+		t.Error("an index staging an ordinary file refused")
+	}
+	staged := commandIndex(t, gitDir, git, []string{"update-index", "--add", "--cacheinfo", "100644," + blob + ",.npmrc"})
+	if indexKeeps(gitDir, staged, refuses) {
+		t.Error("an index staging a refused path landed")
+	}
+	// And as Verify judges the layer's index.
+	upper := t.TempDir()
+	os.Mkdir(filepath.Join(upper, ".git"), 0o755)
+	data, _ := os.ReadFile(staged)
+	os.WriteFile(filepath.Join(upper, ".git", "index"), data, 0o644)
+	entries := []land.Entry{{Path: ".git/index", Kind: land.KindFile}}
+	Verify(filepath.Dir(gitDir), upper, entries, refuses)
+	if entries[0].GitOK {
+		t.Error("Verify passed an index staging a refused path")
 	}
 }

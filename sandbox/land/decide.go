@@ -114,7 +114,7 @@ func decideOne(entry Entry, rules Rules) Decision {
 			return refuse(RuleProtected)
 		}
 	}
-	if repo, ok := repositoryPart(names); ok && rules.LowerHas != nil && gitShaped(repo, rules.LowerHas) {
+	if inRepository(names, rules.LowerHas) {
 		return refuse(RuleGitShape)
 	}
 	if runsPrograms(names) && !entry.Deleted && entry.Kind != KindWhiteout {
@@ -285,10 +285,12 @@ func isHex(s string, n int) bool {
 // they run, and can be told there to run programs: npm's script-shell and node-options
 // (.npmrc), yarn's yarn-path and yarnPath (.yarnrc, .yarnrc.yml, which name a release
 // under .yarn/releases, run by every yarn command, as are .yarn/plugins), pnpm's hooks
-// (.pnpmfile.cjs). A change to them would run the command's code at the user's next
+// (.pnpmfile.cjs; pnpm-workspace.yaml, where pnpm 10 keeps its settings: scriptShell, a
+// pnpmfile), corepack's variables (.corepack.env: COREPACK_HOME, where the package
+// manager it runs comes from). A change to them would run the command's code at the user's next
 // `npm install`, even in a project with no install script of its own, and a .gitignore
 // can keep git from showing it. Deleting one runs nothing, and lands.
-var toolConfigNames = []string{".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"}
+var toolConfigNames = []string{".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".pnpmfile.mjs", "pnpm-workspace.yaml", ".corepack.env"}
 
 // runsPrograms says whether the path (its names) is a package manager's settings file or
 // under its own code (.yarn/releases, .yarn/plugins), at any depth but inside
@@ -307,4 +309,19 @@ func runsPrograms(names []string) bool {
 		}
 	}
 	return false
+}
+
+// RefusesPath says whether a change at p (relative, slash-separated) is refused by its
+// path alone, whatever the change: at or under a guarded path or replacing a parent of
+// one, a package manager's settings or code, what a git directory the project already
+// holds reads or runs. A --git commit run's branch tips and index are held to it
+// (gitmeta.Verify): a commit must not carry back what the work tree refused.
+func (r Rules) RefusesPath(p string) bool {
+	for _, guarded := range r.Guarded {
+		if within(guarded, p) || within(p, guarded) {
+			return true
+		}
+	}
+	names := strings.Split(p, "/")
+	return runsPrograms(names) || inRepository(names, r.LowerHas)
 }

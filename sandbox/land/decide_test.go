@@ -180,6 +180,13 @@ func TestDecideRefusesTheShapeOfARepository(t *testing.T) {
 			t.Errorf("%s beside an existing bare repository: refused %q, want %q", path, got[path], want)
 		}
 	}
+	// A fixture below a directory named hooks is found all the same.
+	deep := func(dir, name string) bool { return dir == "test/hooks/fixture.git" && name != "commondir" }
+	for _, path := range []string{"test/hooks/fixture.git/config", "test/hooks/fixture.git/hooks/pre-receive"} {
+		if got := verdicts([]Entry{newFile(path)}, deep); got[path] != RuleGitShape {
+			t.Errorf("%s in a bare repository below a hooks directory: refused %q", path, got[path])
+		}
+	}
 	// The same shape completed by the project's own files: a HEAD the project already had.
 	lowerHEAD := func(dir, name string) bool { return dir == "src" && name == "HEAD" }
 	if got := verdicts(bare[:2], lowerHEAD); got["src/objects"] != RuleGitShape || got["src/refs"] != RuleGitShape {
@@ -217,6 +224,23 @@ func TestDecideRefusesSymlinksThroughGit(t *testing.T) {
 		got := decisions[len(decisions)-1]
 		if refused := got.Action == Refuse && got.Rule == RuleSymlinkGit; refused != tc.refused {
 			t.Errorf("%s -> %s: %v %q, want refused %v", tc.path, tc.target, got.Action, got.Rule, tc.refused)
+		}
+	}
+}
+
+// TestRefusesPath: what a --git commit run's commits and index are held to, by path alone:
+// a guarded path, what lies under it and its parents (a parent swapped for a symlink
+// replaces it), a package manager's settings, a bare fixture's config; not the guarded
+// path's siblings, nor an installed package's own files.
+func TestRefusesPath(t *testing.T) {
+	rules := Rules{Guarded: []string{".husky/_"}, LowerHas: func(dir, name string) bool { return dir == "fx.git" && name != "commondir" }}
+	for path, want := range map[string]bool{
+		".husky/_": true, ".husky/_/pre-commit": true, ".husky": true,
+		".npmrc": true, "web/pnpm-workspace.yaml": true, ".corepack.env": true, "fx.git/config": true,
+		".husky/README": false, "src/main.go": false, "node_modules/x/.npmrc": false, "fx.git/description": false,
+	} {
+		if got := rules.RefusesPath(path); got != want {
+			t.Errorf("RefusesPath(%q) = %v, want %v", path, got, want)
 		}
 	}
 }

@@ -86,22 +86,35 @@ func throughGit(linkPath, target string) bool {
 // commondir that sends it elsewhere, its hooks) is refused as a planted repository is.
 // Its objects and refs may change, as the project's files.
 
-// repositoryPart is the directory whose config, config.worktree, commondir or hooks the
-// path (its names) would be, outside the project's own .git; false for any other path.
-func repositoryPart(names []string) (string, bool) {
+// repositoryParts are the directories whose config, config.worktree, commondir or hooks
+// the path (its names) would be, outside the project's own .git: every one, as a bare
+// fixture can sit below a directory named hooks (test/hooks/fixture.git/config).
+func repositoryParts(names []string) []string {
 	if names[0] == ".git" {
-		return "", false
+		return nil
 	}
+	var parts []string
 	for i, name := range names {
 		last := i == len(names)-1
 		if name == "hooks" && !last || last && (name == "config" || name == "config.worktree" || name == "commondir") {
-			if i == 0 {
-				return "", true
-			}
-			return path.Join(names[:i]...), true
+			parts = append(parts, path.Join(names[:i]...))
 		}
 	}
-	return "", false
+	return parts
+}
+
+// inRepository says whether the path (its names) is what a git directory the project
+// already holds reads or runs (repositoryParts, gitShaped).
+func inRepository(names []string, lowerHas func(dir, name string) bool) bool {
+	if lowerHas == nil {
+		return false
+	}
+	for _, repo := range repositoryParts(names) {
+		if gitShaped(repo, lowerHas) {
+			return true
+		}
+	}
+	return false
 }
 
 // gitShaped says whether the project's dir (as it is on the host) has the shape git's

@@ -298,6 +298,12 @@ into: entry.GitOK = indexOK(gitDir, file)
 test: ./sandbox/gitmeta TestIndexKeepsRefusedPaths
 what: with --git commit, an index that stages a path the work tree refuses does not land
 
+file: sandbox/gitmeta/hooks.go
+line: value = filepath.Dir(value)
+into: -
+test: ./sandbox/gitmeta TestWorkTreeGuardedKeepsHuskysOwnHooks
+what: husky 9's own hooks (.husky/pre-commit, which its shims in .husky/_ run) are guarded with the shims
+
 file: sandbox/git.go
 line: policy.Protect = protect
 into: _ = protect

@@ -88,6 +88,42 @@ func TestLiveSubmodulesHooksPathIsGuarded(t *testing.T) {
 	})
 }
 
+// TestLiveHuskysOwnHooksAreGuarded: in a husky 9 project (core.hooksPath .husky/_, whose
+// shims run the user's .husky/pre-commit through husky's runner h), the command's change
+// to .husky/pre-commit never lands, judged by the host's git commit afterwards.
+func TestLiveHuskysOwnHooksAreGuarded(t *testing.T) {
+	overlayAsUsers(t, func(t *testing.T, bwrap livetest.Bwrap, prefix []string, project, home string) {
+		git := userGit(t, prefix, project, home)
+		git("init", "-q")
+		git("config", "core.hooksPath", ".husky/_")
+		// husky 9's layout, as `husky` writes it: a runner, and a shim per hook.
+		setup := strings.Join([]string{
+			"mkdir -p .husky/_",
+			`printf '#!/usr/bin/env sh\nhook=.husky/$(basename "$0")\n[ -f "$hook" ] && exec sh -e "$hook"\nexit 0\n' > .husky/_/h`,
+			`printf '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n' > .husky/_/pre-commit && chmod 755 .husky/_/pre-commit`,
+			"echo '*' > .husky/_/.gitignore && echo true > .husky/pre-commit",
+		}, " && ")
+		argv := append(append([]string{}, prefix...), "sh", "-c", setup)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = project
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("setup: %v\n%s", err, out)
+		}
+		git("add", ".husky/pre-commit")
+		git("commit", "-qm", "husky")
+
+		canary := filepath.Join(home, "husky-hook-ran")
+		status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--", "sh", "-c", "echo 'touch "+canary+"' > .husky/pre-commit")
+		if status != 0 || !strings.Contains(stderr, "refused .husky/pre-commit: protected") {
+			t.Errorf("a change to husky's own hook: exit %d\n%s", status, stderr)
+		}
+		git("commit", "-q", "--allow-empty", "-m", "on the host")
+		if _, err := os.Lstat(canary); err == nil {
+			t.Error("the host's git ran the hook the command wrote, through husky's shim")
+		}
+	})
+}
+
 // TestLiveNpmSettingsNeverLand: a command writes an .npmrc whose script-shell is its own
 // program, and a .gitignore that hides both from git; the host's npm install afterwards
 // (a project whose only script is its own harmless install step) must run none of it.

@@ -105,11 +105,27 @@ func guardedIn(ctx context.Context, git, workdir, top, gitdir, home string, conf
 			value = filepath.Join(base, value)
 		}
 		value = filepath.Clean(value)
+		if key == "core.hookspath" && huskyShims(value) {
+			// husky 9: the hooks git runs (.husky/_/pre-commit) are shims that run the
+			// user's own hook beside them (.husky/pre-commit), so that one runs by itself too.
+			value = filepath.Dir(value)
+		}
 		if pathtree.Within(workdir, value) && value != workdir {
 			guarded = append(guarded, value)
 		}
 	}
 	return guarded
+}
+
+// huskyShims says whether the hooks directory is husky's: its hooks are shims, named _
+// beside the user's own, sourcing husky's runner (h), which runs the hook of the same
+// name one directory up.
+func huskyShims(hooks string) bool {
+	if filepath.Base(hooks) != "_" {
+		return false
+	}
+	info, err := os.Lstat(filepath.Join(hooks, "h"))
+	return err == nil && info.Mode().IsRegular()
 }
 
 // The shortcut. Running git costs a process start (about 4 ms of a run's wall) in every

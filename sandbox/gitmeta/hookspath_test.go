@@ -208,3 +208,28 @@ func TestWorkTreeGuardedReadsEachSubmodulesConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkTreeGuardedKeepsHuskysOwnHooks: husky 9's hooks directory (.husky/_, with its
+// runner h) holds shims that run the user's hook one directory up (.husky/pre-commit), so
+// .husky itself is guarded; a hooks directory named _ without husky's runner is not widened.
+func TestWorkTreeGuardedKeepsHuskysOwnHooks(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on PATH")
+	}
+	workdir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"config", "core.hooksPath", ".husky/_"}} {
+		cmd := exec.Command("git", append([]string{"-C", workdir}, args...)...)
+		cmd.Env = hostEnv()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	os.MkdirAll(filepath.Join(workdir, ".husky", "_"), 0o755)
+	if got, want := WorkTreeGuarded(workdir, "", nil), []string{filepath.Join(workdir, ".husky", "_")}; !slices.Equal(got, want) {
+		t.Errorf("without husky's runner: WorkTreeGuarded = %q, want %q", got, want)
+	}
+	os.WriteFile(filepath.Join(workdir, ".husky", "_", "h"), []byte("#!/usr/bin/env sh\n"), 0o644)
+	if got, want := WorkTreeGuarded(workdir, "", nil), []string{filepath.Join(workdir, ".husky")}; !slices.Equal(got, want) {
+		t.Errorf("with husky's runner: WorkTreeGuarded = %q, want %q", got, want)
+	}
+}

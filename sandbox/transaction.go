@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bwrapkit/bwrapkit/sandbox/gitmeta"
 	"github.com/bwrapkit/bwrapkit/sandbox/land"
 )
 
@@ -157,7 +158,8 @@ func (t *transaction) rules() land.Rules {
 		_, err := os.Lstat(filepath.Join(workdir, filepath.FromSlash(dir), name))
 		return err == nil
 	}
-	return land.Rules{GitCommit: t.policy.Git == GitCommit, Guarded: guarded, CallerGid: uint32(os.Getegid()), StartedNS: t.started.UnixNano(), LowerHas: lowerHas}
+	return land.Rules{GitCommit: t.policy.Git == GitCommit, Guarded: guarded, CallerGid: uint32(os.Getegid()), StartedNS: t.started.UnixNano(), LowerHas: lowerHas,
+		CurrentBranch: gitmeta.CurrentBranch(workdir)}
 }
 
 func (t *transaction) outcome() (land.Changes, []Refusal, string) {

@@ -257,7 +257,7 @@ test: ./sandbox/land TestDecide
 what: a package manager's settings (.npmrc, .yarnrc.yml, .pnpmfile.cjs) or its own code (.yarn/releases) never land
 
 file: sandbox/gitmeta/verify.go
-line: entry.GitOK = tipOK(gitDir, file, objects, refuses)
+line: entry.GitOK = historyOK(gitDir, file, objects, refuses)
 into: entry.GitOK, _ = true, objects
 test: ./cmd/bwrapkit TestLiveCommitsKeepTheGuardedPaths
 what: with --git commit, a branch tip that changes a path the work tree refuses (the hooks directory or a parent of it, an .npmrc) does not land
@@ -293,8 +293,8 @@ test: ./sandbox/land TestRefusesPath
 what: a commit may not replace a parent of a guarded path (a symlink in place of .husky)
 
 file: sandbox/gitmeta/verify.go
-line: entry.GitOK = indexOK(gitDir, file) && indexKeeps(gitDir, file, refuses)
-into: entry.GitOK = indexOK(gitDir, file)
+line: if !indexKeeps(gitDir, staged, refuses) {
+into: if false {
 test: ./sandbox/gitmeta TestIndexKeepsRefusedPaths
 what: with --git commit, an index that stages a path the work tree refuses does not land
 
@@ -303,6 +303,24 @@ line: value = filepath.Dir(value)
 into: -
 test: ./sandbox/gitmeta TestWorkTreeGuardedKeepsHuskysOwnHooks
 what: husky 9's own hooks (.husky/pre-commit, which its shims in .husky/_ run) are guarded with the shims
+
+file: sandbox/gitmeta/verify.go
+line: out, ok := runHostGit(gitDir, env, append(args, "--not", "--all", "--reflog", "--")...)
+into: out, ok := runHostGit(gitDir, env, append(args, "-1", "--not", "--all", "--reflog", "--")...)
+test: ./cmd/bwrapkit TestLiveCommitsKeepTheGuardedPaths
+what: with --git commit, every new commit of a branch is checked, not only its tip (a hook carried in an earlier commit)
+
+file: sandbox/land/decide.go
+line: return !strings.HasSuffix(entry.Path, ".lock") && entry.GitOK
+into: return !strings.HasSuffix(entry.Path, ".lock")
+test: ./sandbox/land TestDecide
+what: with --git commit, a reflog lands only once its commits are checked (HEAD@{1} would bring one back)
+
+file: sandbox/land/decide.go
+line: if packed || current != "" && entry.Path == ".git/"+current {
+into: if packed && false {
+test: ./sandbox/land TestDecideKeepsBranches
+what: with --git commit, a branch's deletion that would lose it (the checked-out one, or beside a rewritten packed-refs) is refused
 
 file: sandbox/git.go
 line: policy.Protect = protect

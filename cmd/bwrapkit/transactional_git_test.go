@@ -153,6 +153,20 @@ func TestLiveCommitsKeepTheGuardedPaths(t *testing.T) {
 			t.Error("a committed .npmrc reached the work tree")
 		}
 
+		// The hook carried in an earlier commit only, neither the tip's tree nor its own
+		// change touching it: the user's `git reset --hard HEAD~2` would bring it back.
+		carried := "printf '#!/bin/sh\\ntouch " + canary + "\\n' > .husky/_/pre-commit && git add -f .husky/_/pre-commit && git commit -q --no-verify -m wip" +
+			" && git rm -q --cached .husky/_/pre-commit && git commit -q --no-verify -m unwip" +
+			" && echo c > c && git add c && git commit -q --no-verify -m feature"
+		before = hostGit("rev-parse", "main")
+		status, _, stderr = runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--git", "commit", "--", "sh", "-c", carried)
+		if !strings.Contains(stderr, "refused .git/refs/heads/main") || !strings.Contains(stderr, "refused .git/logs/HEAD") {
+			t.Errorf("a hook carried in an earlier commit: exit %d\n%s", status, stderr)
+		}
+		if after := hostGit("rev-parse", "main"); after != before {
+			t.Errorf("main moved to a history carrying the hook: %q, was %q", after, before)
+		}
+
 		status, _, stderr = runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--git", "commit", "--", "sh", "-c", "echo b > b && git add b && git commit -qm honest")
 		if status != 0 || strings.Contains(stderr, "refused") {
 			t.Errorf("an honest commit: exit %d\n%s", status, stderr)

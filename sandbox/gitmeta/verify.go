@@ -50,45 +50,71 @@ func Verify(workdir, upper string, entries []land.Entry, refuses func(string) bo
 		case len(rest) == 3 && rest[0] == "objects" && rest[1] == "pack":
 			entry.GitOK = packOK(file)
 		case len(rest) == 1 && rest[0] == "HEAD":
-			entry.GitOK = headOK(file)
+			// A branch, or a detached HEAD (a CI checkout) at a commit that passes as a tip.
+			entry.GitOK = headOK(file) || historyOK(gitDir, file, objects, refuses)
 		case len(rest) == 1 && rest[0] == "index":
-			entry.GitOK = indexOK(gitDir, file) && indexKeeps(gitDir, file, refuses)
-		case len(rest) > 2 && rest[0] == "refs" && rest[1] == "heads":
-			entry.GitOK = tipOK(gitDir, file, objects, refuses)
+			entry.GitOK = indexOK(gitDir, file, refuses)
+		case len(rest) > 2 && rest[0] == "refs" && rest[1] == "heads", rest[0] == "logs", len(rest) == 1 && rest[0] == "ORIG_HEAD":
+			// A branch, and what `git reset --hard ORIG_HEAD` or `HEAD@{1}` brings back.
+			entry.GitOK = historyOK(gitDir, file, objects, refuses)
 		}
 	}
 }
 
-// tipOK: a branch the command set points at a commit (found among the host's objects and
-// the run's new ones) that changes no refused path against the host's HEAD (against
-// nothing, for an unborn HEAD: every path of it is new).
-func tipOK(gitDir, ref string, objects []string, refuses func(string) bool) bool {
-	data, err := safefile.ReadFile(ref, 4096)
+// historyOK: every commit the file (a ref, ORIG_HEAD, a detached HEAD, a reflog) names is
+// one the host has, or a new one (found among the run's new objects) whose every commit
+// not yet the host's changes no refused path against each of its parents: a refused
+// file carried in an earlier commit comes back at the user's `git reset --hard HEAD~1`,
+// revert or checkout as surely as one in the tip. A name that is not a commit fails.
+func historyOK(gitDir, file string, objects []string, refuses func(string) bool) bool {
+	data, err := safefile.ReadFile(file, maxReflog)
 	if err != nil {
 		return false
 	}
-	tip := strings.TrimSpace(string(data))
-	if _, err := hex.DecodeString(tip); err != nil || len(tip) != 40 && len(tip) != 64 {
+	tips := namedCommits(string(data))
+	if len(tips) == 0 {
 		return false
 	}
 	env := append(slices.Clone(objects), "GIT_NO_REPLACE_OBJECTS=1")
-	var out string
-	var ok bool
-	if head, born := HeadCommit(gitDir); born {
-		out, ok = runHostGit(gitDir, env, "diff-tree", "-r", "-z", "--no-renames", "--name-only", head, tip)
-	} else {
-		out, ok = runHostGit(gitDir, env, "ls-tree", "-r", "-z", "--name-only", tip)
-	}
-	return ok && !anyRefused(strings.Split(out, "\x00"), refuses)
+	// Each new commit, with the paths it changes against each parent (-m; --root for a
+	// first commit), as NUL-separated names after a NUL-led header.
+	// Not new: what the host's refs or its own reflogs reach.
+	args := append([]string{"log", "-z", "-m", "--root", "--no-renames", "--name-only", "--format=%x00"}, tips...)
+	out, ok := runHostGit(gitDir, env, append(args, "--not", "--all", "--reflog", "--")...)
+	return ok && !anyRefused(strings.FieldsFunc(out, func(r rune) bool { return r == 0 || r == '\n' }), refuses)
 }
 
-// indexKeeps: the command's index changes no refused path against the host's own index
-// (none: every staged path is new).
-func indexKeeps(gitDir, index string, refuses func(string) bool) bool {
-	after, ok := runHostGit(gitDir, []string{"GIT_INDEX_FILE=" + index}, "ls-files", "--stage", "-z")
-	if !ok {
-		return false
+// maxReflog bounds a ref or reflog file read whole.
+const maxReflog = 16 << 20
+
+// namedCommits are the object ids a ref file (one id), a detached HEAD or a reflog (old
+// and new id at the start of each line) names, without the all-zero id of a creation;
+// nil when one is not an id (a symbolic ref: "ref: ...").
+func namedCommits(data string) []string {
+	var ids []string
+	for _, line := range strings.Split(strings.TrimRight(data, "\n"), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			return nil
+		}
+		if len(fields) > 1 {
+			fields = fields[:2] // a reflog line: old new ident time zone, message
+		}
+		for _, id := range fields {
+			if _, err := hex.DecodeString(id); err != nil || len(id) != 40 && len(id) != 64 {
+				return nil
+			}
+			if strings.Trim(id, "0") != "" && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
 	}
+	return ids
+}
+
+// indexKeeps: the command's index (staged: its `ls-files --stage -z`) changes no refused
+// path against the host's own index (none: every staged path is new).
+func indexKeeps(gitDir, after string, refuses func(string) bool) bool {
 	before, _ := runHostGit(gitDir, nil, "ls-files", "--stage", "-z")
 	old, changed := stagedEntries(before), stagedEntries(after)
 	var paths []string
@@ -184,7 +210,7 @@ func headOK(path string) bool {
 }
 
 // indexOK reads the command's index with the host's git against the host's repository.
-func indexOK(gitDir, index string) bool {
+func indexOK(gitDir, index string, refuses func(string) bool) bool {
 	data, err := safefile.ReadFile(index, maxIndexSize)
 	if err != nil {
 		return false
@@ -195,6 +221,9 @@ func indexOK(gitDir, index string) bool {
 	}
 	staged, ok := runHostGit(gitDir, []string{"GIT_INDEX_FILE=" + index}, "ls-files", "--stage", "-z")
 	if !ok {
+		return false
+	}
+	if !indexKeeps(gitDir, staged, refuses) {
 		return false
 	}
 	tree, ok := runHostGit(gitDir, nil, "ls-tree", "-r", "-z", "HEAD")
@@ -288,6 +317,20 @@ func runHostGit(gitDir string, extra []string, args ...string) (string, bool) {
 // such a committed file.
 func CommittedFile(gitDir, rev, rel string) (string, bool) {
 	return runHostGit(gitDir, []string{"GIT_NO_REPLACE_OBJECTS=1"}, "show", rev+":"+rel)
+}
+
+// CurrentBranch is the branch the repository at workdir has checked out, as its .git/HEAD
+// names it ("refs/heads/main"), read without git; "" for a detached HEAD or no .git.
+func CurrentBranch(workdir string) string {
+	data, err := safefile.ReadFile(filepath.Join(workdir, ".git", "HEAD"), 4096)
+	if err != nil {
+		return ""
+	}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: ")
+	if !ok || !strings.HasPrefix(ref, "refs/heads/") {
+		return ""
+	}
+	return ref
 }
 
 // HeadCommit is the commit HEAD is at in the repository at gitDir, as the host's git

@@ -23,6 +23,9 @@ type Rules struct {
 	// slash-separated): what a directory holds after landing decides whether it has the
 	// shape of a git directory (see gitshape.go). Nil: nothing.
 	LowerHas func(dir, name string) bool
+	// CurrentBranch is the ref the host's HEAD names ("refs/heads/main"), which a
+	// --git commit run may not delete; "" for none or a detached HEAD.
+	CurrentBranch string
 }
 
 // Action is what happens to one entry.
@@ -61,9 +64,28 @@ func Decide(entries []Entry, rules Rules) []Decision {
 		decisions = append(decisions, decision)
 	}
 	refuseGitShapes(decisions, rules.LowerHas)
+	keepBranches(decisions, rules.CurrentBranch)
 	refuseInside(decisions)
 	markWhole(decisions)
 	return decisions
+}
+
+// keepBranches refuses the deletion of a branch that would lose it: every one when the
+// run also rewrote packed-refs (git gc --auto, or pack-refs, moved the loose refs there;
+// packed-refs itself is refused, so the branch would be left nowhere: a big commit's gc
+// emptied the user's main), and the branch the host has checked out.
+func keepBranches(decisions []Decision, current string) {
+	packed := slices.ContainsFunc(decisions, func(d Decision) bool { return d.Entry.Path == ".git/packed-refs" })
+	for i, decision := range decisions {
+		entry := decision.Entry
+		gone := entry.Kind == KindWhiteout || entry.Deleted
+		if decision.Action != Apply || !gone || !strings.HasPrefix(entry.Path, ".git/refs/heads/") {
+			continue
+		}
+		if packed || current != "" && entry.Path == ".git/"+current {
+			decisions[i].Action, decisions[i].Rule = Refuse, RuleGitCommit
+		}
+	}
 }
 
 // refuseInside refuses what lies under a new directory refused after the walk (the git
@@ -193,9 +215,9 @@ func commitWrites(rest []string, entry Entry) bool {
 	switch {
 	case len(rest) == 1:
 		switch rest[0] {
-		case "COMMIT_EDITMSG", "ORIG_HEAD":
+		case "COMMIT_EDITMSG":
 			return true
-		case "index", "HEAD":
+		case "index", "HEAD", "ORIG_HEAD":
 			return entry.GitOK // the host's git read it, as gitmeta.Verify requires
 		}
 	case rest[0] == "objects":
@@ -204,7 +226,8 @@ func commitWrites(rest []string, entry Entry) bool {
 		// A branch tip gitmeta.Verify found to keep the guarded paths as the host's HEAD.
 		return len(rest) > 2 && rest[1] == "heads" && !strings.HasSuffix(entry.Path, ".lock") && entry.GitOK
 	case rest[0] == "logs":
-		return !strings.HasSuffix(entry.Path, ".lock")
+		// A reflog whose commits gitmeta.Verify checked as it checks a branch's.
+		return !strings.HasSuffix(entry.Path, ".lock") && entry.GitOK
 	}
 	return false
 }

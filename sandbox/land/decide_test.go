@@ -63,7 +63,9 @@ func TestDecide(t *testing.T) {
 		{"commit: a new fan-out directory", dir(".git/objects/ab", 0o755, absent), commit, Apply, ""},
 		{"commit: a new directory in refs but heads", dir(".git/refs/tags", 0o755, absent), commit, Refuse, RuleGitCommit},
 		{"commit: a new hooks directory", dir(".git/hooks", 0o755, absent), commit, Refuse, RuleGitCommit},
-		{"commit: a log", file(".git/logs/HEAD", old), commit, Apply, ""},
+		{"commit: a checked log", with(file(".git/logs/HEAD", old), func(e *Entry) { e.GitOK = true }), commit, Apply, ""},
+		{"commit: a log naming a commit that failed", file(".git/logs/HEAD", old), commit, Refuse, RuleGitCommit},
+		{"commit: ORIG_HEAD not checked", file(".git/ORIG_HEAD", absent), commit, Refuse, RuleGitCommit},
 		{"commit: a left log lock", file(".git/logs/HEAD.lock", absent), commit, Refuse, RuleGitCommit},
 		{"an absolute symlink", Entry{Path: "l", Kind: KindSymlink, Target: "/etc/passwd", Lower: absent}, rules, Refuse, RuleSymlinkAbs},
 		{"a symlink out", Entry{Path: "a/l", Kind: KindSymlink, Target: "../../x", Lower: absent}, rules, Refuse, RuleSymlinkEscape},
@@ -242,5 +244,30 @@ func TestRefusesPath(t *testing.T) {
 		if got := rules.RefusesPath(path); got != want {
 			t.Errorf("RefusesPath(%q) = %v, want %v", path, got, want)
 		}
+	}
+}
+
+// TestDecideKeepsBranches: with --git commit, a branch's deletion lands unless it would
+// lose the branch: the one the host has checked out, or any when the run also rewrote
+// packed-refs (git gc moved the loose refs there; packed-refs itself never lands).
+func TestDecideKeepsBranches(t *testing.T) {
+	oldRef := Lower{Kind: KindFile, Mode: 0o644, ChangedNS: 1}
+	deleted := func(p string) Entry { return Entry{Path: p, Kind: KindWhiteout, Lower: oldRef} }
+	rules := Rules{GitCommit: true, CurrentBranch: "refs/heads/main", StartedNS: 1000}
+	verdict := func(entries []Entry) map[string]Action {
+		got := map[string]Action{}
+		for _, d := range Decide(entries, rules) {
+			got[d.Entry.Path] = d.Action
+		}
+		return got
+	}
+	got := verdict([]Entry{deleted(".git/refs/heads/main"), deleted(".git/refs/heads/old")})
+	if got[".git/refs/heads/main"] != Refuse || got[".git/refs/heads/old"] != Apply {
+		t.Errorf("deleting the checked-out branch and another: %v", got)
+	}
+	packed := Entry{Path: ".git/packed-refs", Kind: KindFile, Mode: 0o644, Lower: Lower{Kind: KindAbsent}}
+	got = verdict([]Entry{packed, deleted(".git/refs/heads/old")})
+	if got[".git/refs/heads/old"] != Refuse {
+		t.Errorf("a deletion beside a rewritten packed-refs: %v", got)
 	}
 }

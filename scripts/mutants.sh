@@ -322,6 +322,12 @@ into: if packed && false {
 test: ./sandbox/land TestDecideKeepsBranches
 what: with --git commit, a branch's deletion that would lose it (the checked-out one, or beside a rewritten packed-refs) is refused
 
+file: sandbox/gitmeta/entries.go
+line: return 32
+into: return 20
+test: ./sandbox/gitmeta TestIndexGitlinksOfRealIndexes
+what: a SHA-256 repository's index is read with its own id size (its submodules were misread)
+
 file: sandbox/git.go
 line: policy.Protect = protect
 into: _ = protect

@@ -202,13 +202,14 @@ func indexGitlinks(path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseIndexGitlinks(data)
+	return parseIndexGitlinks(data, objectHashSize(filepath.Dir(path)))
 }
 
-// parseIndexGitlinks is the pure half of indexGitlinks.
-func parseIndexGitlinks(data []byte) ([]string, error) {
+// parseIndexGitlinks is the pure half of indexGitlinks; hashSize is the repository's
+// object id size (20 for SHA-1, 32 for SHA-256).
+func parseIndexGitlinks(data []byte, hashSize int) ([]string, error) {
 	var gitlinks []string
-	err := walkIndex(data, func(name string, mode uint32) bool {
+	err := walkIndex(data, hashSize, func(name string, mode uint32) bool {
 		if mode&0o170000 == 0o160000 && !strings.Contains(name, "\x00") {
 			gitlinks = append(gitlinks, name)
 		}
@@ -219,20 +220,20 @@ func parseIndexGitlinks(data []byte) ([]string, error) {
 
 // walkIndex calls visit with each entry's path and mode of a git index, versions 2 to 4,
 // until visit returns false (see git's Documentation/gitformat-index.txt).
-func walkIndex(data []byte, visit func(name string, mode uint32) bool) error {
-	_, err := walkIndexEnd(data, visit)
+func walkIndex(data []byte, hashSize int, visit func(name string, mode uint32) bool) error {
+	_, err := walkIndexEnd(data, hashSize, visit)
 	return err
 }
 
 // indexExtensions are the signatures of a whole index's extensions ("TREE", "link" for
 // a split index, ...), in order.
-func indexExtensions(data []byte) ([]string, error) {
-	offset, err := walkIndexEnd(data, func(string, uint32) bool { return true })
+func indexExtensions(data []byte, hashSize int) ([]string, error) {
+	offset, err := walkIndexEnd(data, hashSize, func(string, uint32) bool { return true })
 	if err != nil {
 		return nil, err
 	}
 	var signatures []string
-	for trailer := len(data) - 20; offset+8 <= trailer; {
+	for trailer := len(data) - hashSize; offset+8 <= trailer; {
 		size := int(binary.BigEndian.Uint32(data[offset+4 : offset+8]))
 		signatures = append(signatures, string(data[offset:offset+4]))
 		if size < 0 || offset+8+size > trailer {
@@ -244,7 +245,7 @@ func indexExtensions(data []byte) ([]string, error) {
 }
 
 // walkIndexEnd is walkIndex, also returning where the entries end.
-func walkIndexEnd(data []byte, visit func(name string, mode uint32) bool) (int, error) {
+func walkIndexEnd(data []byte, hashSize int, visit func(name string, mode uint32) bool) (int, error) {
 	if len(data) < 12 || !bytes.Equal(data[:4], []byte("DIRC")) {
 		return 0, errors.New("not a git index")
 	}
@@ -256,14 +257,14 @@ func walkIndexEnd(data []byte, visit func(name string, mode uint32) bool) (int, 
 	offset := 12
 	var previous string
 	for i := uint32(0); i < count; i++ {
-		// ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each), oid (20), flags (2)
-		const fixed = 62
+		// ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each), oid, flags (2)
+		fixed := 40 + hashSize + 2
 		if offset+fixed > len(data) {
 			return 0, errors.New("index truncated")
 		}
 		entry := data[offset:]
 		mode := binary.BigEndian.Uint32(entry[24:28])
-		flags := binary.BigEndian.Uint16(entry[60:62])
+		flags := binary.BigEndian.Uint16(entry[40+hashSize : fixed])
 		header := fixed
 		if version >= 3 && flags&0x4000 != 0 {
 			header += 2 // extended flags
@@ -301,4 +302,30 @@ func walkIndexEnd(data []byte, visit func(name string, mode uint32) bool) (int, 
 		}
 	}
 	return offset, nil
+}
+
+// objectHashSize is the size of the object ids of the repository whose gitdir is given:
+// 32 where its config sets extensions.objectFormat to sha256, else SHA-1's 20. A linked
+// worktree's gitdir takes it from its common directory's config.
+func objectHashSize(gitdir string) int {
+	config := filepath.Join(gitdir, "config")
+	if common, err := commonDir(gitdir); err == nil && common != "" {
+		config = filepath.Join(common, "config")
+	}
+	data, err := safefile.ReadFile(config, maxGitFile*256)
+	if err != nil {
+		return 20
+	}
+	section := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.ToLower(strings.Join(strings.Fields(line), ""))
+		if strings.HasPrefix(line, "[") {
+			section = line
+			continue
+		}
+		if section == "[extensions]" && (line == "objectformat=sha256" || line == `objectformat="sha256"`) {
+			return 32
+		}
+	}
+	return 20
 }

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -15,8 +16,9 @@ func TestIndexGitlinksOfRealIndexes(t *testing.T) {
 	if err != nil {
 		t.Skip("no git")
 	}
-	for _, version := range []string{"2", "3", "4"} {
-		t.Run("v"+version, func(t *testing.T) {
+	for _, c := range []struct{ version, format string }{{"2", "sha1"}, {"3", "sha1"}, {"4", "sha1"}, {"2", "sha256"}, {"3", "sha256"}, {"4", "sha256"}} {
+		version := c.version
+		t.Run("v"+version+"-"+c.format, func(t *testing.T) {
 			repo := t.TempDir()
 			git := func(args ...string) {
 				cmd := exec.Command(gitPath, append([]string{"-C", repo}, args...)...)
@@ -25,11 +27,15 @@ func TestIndexGitlinksOfRealIndexes(t *testing.T) {
 					t.Fatalf("git %v: %v\n%s", args, err, out)
 				}
 			}
-			git("init", "-q")
+			git("init", "-q", "--object-format="+c.format)
 			os.WriteFile(filepath.Join(repo, "file"), []byte("x"), 0o644)
 			git("add", "file")
+			id := strings.Repeat("1", 40)
+			if c.format == "sha256" {
+				id = strings.Repeat("1", 64)
+			}
 			for _, sub := range []string{"libs/a", "libs/ab", "vendor/deep/module"} {
-				git("update-index", "--add", "--cacheinfo", "160000,1111111111111111111111111111111111111111,"+sub)
+				git("update-index", "--add", "--cacheinfo", "160000,"+id+","+sub)
 			}
 			if version == "3" {
 				git("update-index", "--index-version", "3", "--skip-worktree", "file")
@@ -43,13 +49,17 @@ func TestIndexGitlinksOfRealIndexes(t *testing.T) {
 			if !slices.Equal(got, []string{"libs/a", "libs/ab", "vendor/deep/module"}) {
 				t.Errorf("gitlinks %v", got)
 			}
+			data, _ := os.ReadFile(filepath.Join(repo, ".git", "index"))
+			if extensions, err := indexExtensions(data, objectHashSize(filepath.Join(repo, ".git"))); err != nil {
+				t.Errorf("extensions %v: %v", extensions, err)
+			}
 		})
 	}
 }
 
 func TestParseIndexGitlinksRefusesDamage(t *testing.T) {
 	for _, data := range [][]byte{nil, []byte("DIRC"), []byte("DIRC\x00\x00\x00\x09\x00\x00\x00\x00"), []byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x05")} {
-		if _, err := parseIndexGitlinks(data); err == nil {
+		if _, err := parseIndexGitlinks(data, 20); err == nil {
 			t.Errorf("%q parsed", data)
 		}
 	}
@@ -58,5 +68,8 @@ func TestParseIndexGitlinksRefusesDamage(t *testing.T) {
 // FuzzParseIndexGitlinks: no index, however damaged, makes the parser panic or hang.
 func FuzzParseIndexGitlinks(f *testing.F) {
 	f.Add([]byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x01"))
-	f.Fuzz(func(t *testing.T, data []byte) { parseIndexGitlinks(data) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parseIndexGitlinks(data, 20)
+		parseIndexGitlinks(data, 32)
+	})
 }

@@ -215,7 +215,7 @@ func indexOK(gitDir, index string, refuses func(string) bool) bool {
 	if err != nil {
 		return false
 	}
-	extensions, err := indexExtensions(data)
+	extensions, err := indexExtensions(data, objectHashSize(gitDir))
 	if err != nil || slices.Contains(extensions, "link") {
 		return false // unreadable to bwrapkit, or split: its entries live in a shared index elsewhere
 	}

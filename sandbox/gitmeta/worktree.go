@@ -81,7 +81,7 @@ func EnclosingGitDir(workdir string) string {
 		}
 		prefix := filepath.ToSlash(strings.TrimPrefix(workdir, dir+"/")) + "/"
 		tracked := false
-		if walkIndex(data, func(name string, _ uint32) bool {
+		if walkIndex(data, objectHashSize(gitdir), func(name string, _ uint32) bool {
 			tracked = strings.HasPrefix(name, prefix)
 			return !tracked
 		}) != nil || !tracked {

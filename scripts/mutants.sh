@@ -232,11 +232,6 @@ into: if stat, ok := info.Sys().(*syscall.Stat_t); ok && stat.Nlink > 1 && false
 test: ./sandbox/gitmeta TestEntriesFollowTheGitdirsLinks
 what: a gitdir's config or hook with a second name (a hard link into the project) is refused
 
-file: sandbox/land/decide.go
-line: refuseInside(decisions)
-into: -
-test: ./sandbox/land TestDecideRefusesTheShapeOfARepository
-what: what lies under a directory refused for its git shape is refused with it (it has nowhere to land)
 
 file: sandbox/gitmeta/hooks.go
 line: guarded = append(guarded, guardedIn(ctx, git, workdir, repo.top, repo.gitdir, home, configEnv)...)
@@ -1139,14 +1134,14 @@ test: ./sandbox/land TestDecide
 what: --git commit: objects land only verified
 
 file: sandbox/land/decide.go
-line: return len(rest) > 2 && rest[1] == "heads" && !strings.HasSuffix(entry.Path, ".lock")
-into: return true
+line: return len(rest) > 2 && rest[1] == "heads" && !strings.HasSuffix(entry.Path, ".lock") && entry.GitOK
+into: return entry.GitOK
 test: ./sandbox/land TestDecide
 what: --git commit: a ref file is a branch
 
 file: sandbox/land/decide.go
-line: return len(rest) > 2 && rest[1] == "heads" && !strings.HasSuffix(entry.Path, ".lock")
-into: return len(rest) > 2 && rest[1] == "heads"
+line: return len(rest) > 2 && rest[1] == "heads" && !strings.HasSuffix(entry.Path, ".lock") && entry.GitOK
+into: return len(rest) > 2 && rest[1] == "heads" && entry.GitOK
 test: ./sandbox/land TestDecide
 what: --git commit: a left ref lock is refused
 

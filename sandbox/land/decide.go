@@ -51,17 +51,8 @@ type Decision struct {
 // reported apart): it has nowhere to land.
 func Decide(entries []Entry, rules Rules) []Decision {
 	decisions := make([]Decision, 0, len(entries))
-	var refusedDirs []string
 	for _, entry := range entries {
-		if dir, inside := underAny(entry.Path, refusedDirs); inside && dir != entry.Path {
-			decisions = append(decisions, Decision{Entry: entry, Action: Refuse, Rule: RuleInsideRefused})
-			continue
-		}
-		decision := decideOne(entry, rules)
-		if decision.Action == Refuse && entry.Kind == KindDir && entry.Lower.Kind != KindDir && entry.Path != "" {
-			refusedDirs = append(refusedDirs, entry.Path)
-		}
-		decisions = append(decisions, decision)
+		decisions = append(decisions, decideOne(entry, rules))
 	}
 	refuseGitShapes(decisions, rules.LowerHas)
 	keepBranches(decisions, rules.CurrentBranch)
@@ -88,9 +79,9 @@ func keepBranches(decisions []Decision, current string) {
 	}
 }
 
-// refuseInside refuses what lies under a new directory refused after the walk (the git
-// shape is judged per directory over all of its entries): it has nowhere to land, as
-// under one refused in the walk.
+// refuseInside refuses what lies under a refused new directory: it has nowhere to land.
+// It runs after every rule, the git shape's included (judged per directory over all of
+// its entries, after the walk), and what it refuses is not reported on its own.
 func refuseInside(decisions []Decision) {
 	var refusedDirs []string
 	for i, decision := range decisions {

@@ -44,6 +44,8 @@ func TestDecide(t *testing.T) {
 		{"commit: commondir", file(".git/commondir", absent), commit, Refuse, RuleGitCommit},
 		{"commit: a verified loose object", with(file(".git/objects/ab/cdef", absent), func(e *Entry) { e.GitOK = true }), commit, Apply, ""},
 		{"commit: an unverified loose object", file(".git/objects/ab/cdef", absent), commit, Refuse, RuleGitCommit},
+		{"commit: a tag, even verified", with(file(".git/refs/tags/v1", absent), func(e *Entry) { e.GitOK = true }), commit, Refuse, RuleGitCommit},
+		{"commit: a left ref lock, even verified", with(file(".git/refs/heads/main.lock", absent), func(e *Entry) { e.GitOK = true }), commit, Refuse, RuleGitCommit},
 		{"commit: a verified branch ref", with(file(".git/refs/heads/main", old), func(e *Entry) { e.GitOK = true }), commit, Apply, ""},
 		{"commit: a branch ref that changes a guarded path", file(".git/refs/heads/main", old), commit, Refuse, RuleGitCommit},
 		{"commit: a tag ref", file(".git/refs/tags/v1", absent), commit, Refuse, RuleGitCommit},

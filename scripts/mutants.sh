@@ -1146,8 +1146,8 @@ test: ./sandbox/land TestDecide
 what: --git commit: a left ref lock is refused
 
 file: sandbox/land/decide.go
-line: return !strings.HasSuffix(entry.Path, ".lock")
-into: return true
+line: return !strings.HasSuffix(entry.Path, ".lock") && entry.GitOK
+into: return entry.GitOK
 test: ./sandbox/land TestDecide
 what: --git commit: a left log lock is refused
 
@@ -1362,8 +1362,8 @@ test: ./sandbox/gitmeta TestObjectAndHeadRules
 what: --git commit: HEAD names a well-formed branch
 
 file: sandbox/gitmeta/verify.go
-line: entry.GitOK = indexOK(gitDir, file)
-into: entry.GitOK = true || indexOK(gitDir, file)
+line: entry.GitOK = indexOK(gitDir, file, refuses)
+into: entry.GitOK = true || indexOK(gitDir, file, refuses)
 test: ./cmd/bwrapkit TestLiveTransactionalGitCommit
 what: --git commit: the command's index is verified at all
 

@@ -65,6 +65,7 @@ func TestDecide(t *testing.T) {
 		{"commit: a new fan-out directory", dir(".git/objects/ab", 0o755, absent), commit, Apply, ""},
 		{"commit: a new directory in refs but heads", dir(".git/refs/tags", 0o755, absent), commit, Refuse, RuleGitCommit},
 		{"commit: a new hooks directory", dir(".git/hooks", 0o755, absent), commit, Refuse, RuleGitCommit},
+		{"commit: a left log lock, even verified", with(file(".git/logs/HEAD.lock", absent), func(e *Entry) { e.GitOK = true }), commit, Refuse, RuleGitCommit},
 		{"commit: a checked log", with(file(".git/logs/HEAD", old), func(e *Entry) { e.GitOK = true }), commit, Apply, ""},
 		{"commit: a log naming a commit that failed", file(".git/logs/HEAD", old), commit, Refuse, RuleGitCommit},
 		{"commit: ORIG_HEAD not checked", file(".git/ORIG_HEAD", absent), commit, Refuse, RuleGitCommit},

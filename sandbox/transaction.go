@@ -159,7 +159,7 @@ func (t *transaction) rules() land.Rules {
 		return err == nil
 	}
 	return land.Rules{GitCommit: t.policy.Git == GitCommit, Guarded: guarded, CallerGid: uint32(os.Getegid()), StartedNS: t.started.UnixNano(), LowerHas: lowerHas,
-		CurrentBranch: gitmeta.CurrentBranch(workdir)}
+		CurrentBranch: gitmeta.CurrentBranch(workdir), Packed: gitmeta.PackedRefs(filepath.Join(t.layer.Upper, ".git", "packed-refs"))}
 }
 
 func (t *transaction) outcome() (land.Changes, []Refusal, string) {

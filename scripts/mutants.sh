@@ -252,8 +252,8 @@ test: ./sandbox/land TestDecide
 what: a package manager's settings (.npmrc, .yarnrc.yml, .pnpmfile.cjs) or its own code (.yarn/releases) never land
 
 file: sandbox/gitmeta/verify.go
-line: entry.GitOK = historyOK(gitDir, file, objects, refuses)
-into: entry.GitOK, _ = true, objects
+line: entry.GitOK = history.refOK(file)
+into: entry.GitOK = true
 test: ./cmd/bwrapkit TestLiveCommitsKeepTheGuardedPaths
 what: with --git commit, a branch tip that changes a path the work tree refuses (the hooks directory or a parent of it, an .npmrc) does not land
 
@@ -300,8 +300,8 @@ test: ./sandbox/gitmeta TestWorkTreeGuardedKeepsHuskysOwnHooks
 what: husky 9's own hooks (.husky/pre-commit, which its shims in .husky/_ run) are guarded with the shims
 
 file: sandbox/gitmeta/verify.go
-line: out, ok := runHostGit(gitDir, env, append(args, "--not", "--all", "--reflog", "--")...)
-into: out, ok := runHostGit(gitDir, env, append(args, "-1", "--not", "--all", "--reflog", "--")...)
+line: out, ok := runHostGitInput(h.gitDir, h.env, input, "log", "-z", "-m", "--root", "--no-renames", "--name-only", "--format=%x00", "--not", "--all", "--reflog", "--stdin")
+into: out, ok := runHostGitInput(h.gitDir, h.env, input, "log", "-1", "-z", "-m", "--root", "--no-renames", "--name-only", "--format=%x00", "--not", "--all", "--reflog", "--stdin")
 test: ./cmd/bwrapkit TestLiveCommitsKeepTheGuardedPaths
 what: with --git commit, every new commit of a branch is checked, not only its tip (a hook carried in an earlier commit)
 
@@ -312,16 +312,28 @@ test: ./sandbox/land TestDecide
 what: with --git commit, a reflog lands only once its commits are checked (HEAD@{1} would bring one back)
 
 file: sandbox/land/decide.go
-line: if packed || current != "" && entry.Path == ".git/"+current {
-into: if packed && false {
+line: if ref == current || packed != nil && packed(ref) {
+into: if false {
 test: ./sandbox/land TestDecideKeepsBranches
-what: with --git commit, a branch's deletion that would lose it (the checked-out one, or beside a rewritten packed-refs) is refused
+what: with --git commit, a branch's deletion that would lose it (the checked-out one, or one the run's packed-refs holds) is refused
 
 file: sandbox/gitmeta/entries.go
 line: return 32
 into: return 20
 test: ./sandbox/gitmeta TestIndexGitlinksOfRealIndexes
 what: a SHA-256 repository's index is read with its own id size (its submodules were misread)
+
+file: sandbox/gitmeta/verify.go
+line: for _, word := range fields {
+into: for _, word := range fields[:2] {
+test: ./cmd/bwrapkit TestLiveCommitModeHistoryAndBranches
+what: with --git commit, a reflog's message ids are checked too (git checkout - takes the one after "moving from")
+
+file: sandbox/gitmeta/verify.go
+line: if !ok || strings.Count(types, "commit\n") != len(ids) {
+into: if !ok || types == "never" {
+test: ./cmd/bwrapkit TestLiveCommitModeHistoryAndBranches
+what: with --git commit, a branch or reflog must name commits (git log skips a tree, which git restore --source brings back)
 
 file: sandbox/git.go
 line: policy.Protect = protect

@@ -177,6 +177,54 @@ func TestLiveCommitsKeepTheGuardedPaths(t *testing.T) {
 	})
 }
 
+// TestLiveCommitModeHistoryAndBranches: with --git commit, what git brings back from a
+// reflog's message (`git checkout -` takes the commit after "moving from") is checked like
+// a branch; a branch may not name a tree; git branch -D lands, but git gc's packing of the
+// refs does not delete the branches it packed.
+func TestLiveCommitModeHistoryAndBranches(t *testing.T) {
+	overlayAsUsers(t, func(t *testing.T, bwrap livetest.Bwrap, prefix []string, project, home string) {
+		hostGit := userGit(t, prefix, project, home)
+		committer(t, prefix, home)
+		hostGit("init", "-q", "-b", "main")
+		hostGit("config", "core.hooksPath", ".githooks")
+		hostGit("commit", "-q", "--allow-empty", "-m", "first")
+		hostGit("branch", "doomed")
+		hostGit("branch", "kept")
+		canary := filepath.Join(home, "hook-ran")
+		hooked := `export GIT_INDEX_FILE=$(mktemp) && git read-tree HEAD && git update-index --add --cacheinfo 100755,$(printf '#!/bin/sh\ntouch ` + canary + `\n' | git hash-object -w --stdin),.githooks/post-checkout`
+		script := strings.Join([]string{
+			hooked,
+			`e=$(git commit-tree -p HEAD -m hidden $(git write-tree)) && n=$(git rev-parse HEAD)`,
+			`printf '%s %s t <t@t> 1700000000 +0000\tcheckout: moving from %s to main\n' $n $n $e >> .git/logs/HEAD`,
+			`git write-tree > .git/refs/heads/tree`,
+			`unset GIT_INDEX_FILE && git branch -D -q doomed`,
+		}, " && ")
+		status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--git", "commit", "--", "sh", "-c", script)
+		for _, refused := range []string{".git/logs/HEAD", ".git/refs/heads/tree"} {
+			if !strings.Contains(stderr, "refused "+refused) {
+				t.Errorf("%s landed: exit %d\n%s", refused, status, stderr)
+			}
+		}
+		if strings.Contains(stderr, "refused .git/refs/heads/doomed") {
+			t.Errorf("git branch -D was refused:\n%s", stderr)
+		}
+		if branches := hostGit("branch", "--format=%(refname:short)"); branches != "kept\nmain\n" {
+			t.Errorf("the host's branches after branch -D: %q", branches)
+		}
+		// git gc packs the refs: the loose ones' deletion must not land without them.
+		status, _, stderr = runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--git", "commit", "--", "git", "pack-refs", "--all")
+		if !strings.Contains(stderr, "refused .git/refs/heads/kept") || !strings.Contains(stderr, "refused .git/refs/heads/main") {
+			t.Errorf("the packed branches' deletion: exit %d\n%s", status, stderr)
+		}
+		if branches := hostGit("branch", "--format=%(refname:short)"); branches != "kept\nmain\n" {
+			t.Errorf("the host's branches after pack-refs: %q", branches)
+		}
+		if _, err := os.Lstat(canary); err == nil {
+			t.Error("a hook the command hid in history ran")
+		}
+	})
+}
+
 // committer gives the user (prefix) a git identity in home, so that git commit works
 // inside the sandbox (which sees the caller's ~/.gitconfig identity) and on the host.
 func committer(t *testing.T, prefix []string, home string) {

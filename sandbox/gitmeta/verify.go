@@ -36,7 +36,40 @@ import (
 // checkout, stash or restore.
 func Verify(workdir, upper string, entries []land.Entry, refuses func(string) bool) {
 	gitDir := filepath.Join(workdir, ".git")
-	objects := []string{"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(upper, ".git", "objects")}
+	// Objects first: the history checks read the host's objects and only those of the
+	// run's that passed, through a directory of their own (the layer's objects directory
+	// would also lend them its info/alternates, commit-graph and multi-pack-index, which
+	// never land and could make git see other trees than the objects hold).
+	var passed []string
+	for i := range entries {
+		entry := &entries[i]
+		rest := strings.Split(strings.TrimPrefix(entry.Path, ".git/"), "/")
+		if entry.Kind != land.KindFile || !strings.HasPrefix(entry.Path, ".git/") || rest[0] != "objects" {
+			continue
+		}
+		file := filepath.Join(upper, filepath.FromSlash(entry.Path))
+		switch {
+		case len(rest) == 3 && len(rest[1]) == 2 && rest[1] != "pa":
+			entry.GitOK = looseObjectOK(file, rest[1]+rest[2])
+		case len(rest) == 3 && rest[1] == "pack":
+			entry.GitOK = packOK(file)
+		}
+		if entry.GitOK {
+			passed = append(passed, strings.Join(rest[1:], "/"))
+		}
+	}
+	objects, err := objectsOf(filepath.Join(upper, ".git", "objects"), passed)
+	if err != nil {
+		return // nothing under .git but objects is verified: it is all refused
+	}
+	defer os.RemoveAll(objects)
+	history := history{gitDir: gitDir, env: []string{"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + objects, "GIT_NO_REPLACE_OBJECTS=1"}, refuses: refuses}
+	// A detached HEAD is a checkout's, not a stopped rebase's or merge's: one of those
+	// would leave the host detached with a conflicted index and no operation to go on with.
+	stopped := slices.ContainsFunc(entries, func(e land.Entry) bool {
+		name, _, _ := strings.Cut(strings.TrimPrefix(e.Path, ".git/"), "/")
+		return strings.HasPrefix(e.Path, ".git/") && slices.Contains([]string{"REBASE_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply", "sequencer"}, name)
+	})
 	for i := range entries {
 		entry := &entries[i]
 		if entry.Kind != land.KindFile || !strings.HasPrefix(entry.Path, ".git/") {
@@ -45,72 +78,121 @@ func Verify(workdir, upper string, entries []land.Entry, refuses func(string) bo
 		rest := strings.Split(strings.TrimPrefix(entry.Path, ".git/"), "/")
 		file := filepath.Join(upper, filepath.FromSlash(entry.Path))
 		switch {
-		case len(rest) == 3 && rest[0] == "objects" && len(rest[1]) == 2 && rest[1] != "pa":
-			entry.GitOK = looseObjectOK(file, rest[1]+rest[2])
-		case len(rest) == 3 && rest[0] == "objects" && rest[1] == "pack":
-			entry.GitOK = packOK(file)
 		case len(rest) == 1 && rest[0] == "HEAD":
 			// A branch, or a detached HEAD (a CI checkout) at a commit that passes as a tip.
-			entry.GitOK = headOK(file) || historyOK(gitDir, file, objects, refuses)
+			entry.GitOK = headOK(file) || !stopped && history.refOK(file)
 		case len(rest) == 1 && rest[0] == "index":
 			entry.GitOK = indexOK(gitDir, file, refuses)
-		case len(rest) > 2 && rest[0] == "refs" && rest[1] == "heads", rest[0] == "logs", len(rest) == 1 && rest[0] == "ORIG_HEAD":
-			// A branch, and what `git reset --hard ORIG_HEAD` or `HEAD@{1}` brings back.
-			entry.GitOK = historyOK(gitDir, file, objects, refuses)
+		case len(rest) > 2 && rest[0] == "refs" && rest[1] == "heads", len(rest) == 1 && rest[0] == "ORIG_HEAD":
+			entry.GitOK = history.refOK(file)
+		case rest[0] == "logs":
+			// What `git reset --hard HEAD@{1}` or `git checkout -` brings back.
+			entry.GitOK = history.reflogOK(file, filepath.Join(workdir, filepath.FromSlash(entry.Path)))
 		}
 	}
 }
 
-// historyOK: every commit the file (a ref, ORIG_HEAD, a detached HEAD, a reflog) names is
-// one the host has, or a new one (found among the run's new objects) whose every commit
-// not yet the host's changes no refused path against each of its parents: a refused
-// file carried in an earlier commit comes back at the user's `git reset --hard HEAD~1`,
-// revert or checkout as surely as one in the tip. A name that is not a commit fails.
-func historyOK(gitDir, file string, objects []string, refuses func(string) bool) bool {
+// objectsOf is a new directory holding, by symlink, the named files (relative to dir, an
+// objects directory) and nothing else.
+func objectsOf(dir string, names []string) (string, error) {
+	objects, err := os.MkdirTemp("", "bwrapkit-objects-")
+	if err != nil {
+		return "", err
+	}
+	for _, name := range names {
+		link := filepath.Join(objects, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+			os.RemoveAll(objects)
+			return "", err
+		}
+		if err := os.Symlink(filepath.Join(dir, filepath.FromSlash(name)), link); err != nil {
+			os.RemoveAll(objects)
+			return "", err
+		}
+	}
+	return objects, nil
+}
+
+// history checks what a written ref or reflog names, against the host's repository and
+// the run's verified objects (env).
+type history struct {
+	gitDir  string
+	env     []string
+	refuses func(string) bool
+}
+
+// refOK: a ref file (a branch, ORIG_HEAD, a detached HEAD) holding one commit id whose
+// new history passes (commitsOK).
+func (h history) refOK(file string) bool {
+	data, err := safefile.ReadFile(file, 4096)
+	if err != nil {
+		return false
+	}
+	id := strings.TrimSpace(string(data))
+	return isObjectID(id) && h.commitsOK([]string{id})
+}
+
+// reflogOK: a reflog whose lines, those the host's copy (hostFile) does not already end
+// with, each start with two object ids, and every id in them (the message's too: `git
+// checkout -` takes the one after "moving from") is a commit whose new history passes.
+func (h history) reflogOK(file, hostFile string) bool {
 	data, err := safefile.ReadFile(file, maxReflog)
 	if err != nil {
 		return false
 	}
-	tips := namedCommits(string(data))
-	if len(tips) == 0 {
+	if host, err := safefile.ReadFile(hostFile, maxReflog); err == nil && bytes.HasPrefix(data, host) {
+		data = data[len(host):]
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) < 2 || !isObjectID(fields[0]) || !isObjectID(fields[1]) {
+			return false
+		}
+		for _, word := range fields {
+			if isObjectID(word) && strings.Trim(word, "0") != "" && !seen[word] {
+				seen[word] = true
+				ids = append(ids, word)
+			}
+		}
+	}
+	return h.commitsOK(ids)
+}
+
+// commitsOK: every id names a commit, and every commit they reach that the host's refs
+// and reflogs do not changes no refused path against each of its parents (-m; --root for
+// a first commit). A refused file carried in an earlier commit comes back at the user's
+// reset, revert or checkout as surely as one in the tip.
+func (h history) commitsOK(ids []string) bool {
+	if len(ids) == 0 {
+		return true
+	}
+	input := strings.Join(ids, "\n") + "\n"
+	types, ok := runHostGitInput(h.gitDir, h.env, input, "cat-file", "--batch-check=%(objecttype)")
+	if !ok || strings.Count(types, "commit\n") != len(ids) {
+		return false // a tree, a blob, a tag or a missing object: not a commit
+	}
+	out, ok := runHostGitInput(h.gitDir, h.env, input, "log", "-z", "-m", "--root", "--no-renames", "--name-only", "--format=%x00", "--not", "--all", "--reflog", "--stdin")
+	// Names come NUL-ended after a header and a newline. Split at newlines too: a name
+	// holding one can only add names to check, never hide one.
+	return ok && !anyRefused(strings.FieldsFunc(out, func(r rune) bool { return r == 0 || r == '\n' }), h.refuses)
+}
+
+// isObjectID says whether s is a full SHA-1 or SHA-256 object id in hex.
+func isObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
 		return false
 	}
-	env := append(slices.Clone(objects), "GIT_NO_REPLACE_OBJECTS=1")
-	// Each new commit, with the paths it changes against each parent (-m; --root for a
-	// first commit), as NUL-separated names after a NUL-led header.
-	// Not new: what the host's refs or its own reflogs reach.
-	args := append([]string{"log", "-z", "-m", "--root", "--no-renames", "--name-only", "--format=%x00"}, tips...)
-	out, ok := runHostGit(gitDir, env, append(args, "--not", "--all", "--reflog", "--")...)
-	return ok && !anyRefused(strings.FieldsFunc(out, func(r rune) bool { return r == 0 || r == '\n' }), refuses)
+	_, err := hex.DecodeString(s)
+	return err == nil
 }
 
-// maxReflog bounds a ref or reflog file read whole.
+// maxReflog bounds a reflog read whole.
 const maxReflog = 16 << 20
-
-// namedCommits are the object ids a ref file (one id), a detached HEAD or a reflog (old
-// and new id at the start of each line) names, without the all-zero id of a creation;
-// nil when one is not an id (a symbolic ref: "ref: ...").
-func namedCommits(data string) []string {
-	var ids []string
-	for _, line := range strings.Split(strings.TrimRight(data, "\n"), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			return nil
-		}
-		if len(fields) > 1 {
-			fields = fields[:2] // a reflog line: old new ident time zone, message
-		}
-		for _, id := range fields {
-			if _, err := hex.DecodeString(id); err != nil || len(id) != 40 && len(id) != 64 {
-				return nil
-			}
-			if strings.Trim(id, "0") != "" && !slices.Contains(ids, id) {
-				ids = append(ids, id)
-			}
-		}
-	}
-	return ids
-}
 
 // indexKeeps: the command's index (staged: its `ls-files --stage -z`) changes no refused
 // path against the host's own index (none: every staged path is new).
@@ -293,6 +375,11 @@ func gitlinksOf(out string, staged bool) []string {
 // runHostGit runs the host's git with a clean environment (plus extra), hooks and
 // fsmonitor off, on gitDir when given; its output and whether it succeeded.
 func runHostGit(gitDir string, extra []string, args ...string) (string, bool) {
+	return runHostGitInput(gitDir, extra, "", args...)
+}
+
+// runHostGitInput is runHostGit with input on git's standard input.
+func runHostGitInput(gitDir string, extra []string, input string, args ...string) (string, bool) {
 	git, err := exec.LookPath("git")
 	if err != nil {
 		return "", false
@@ -305,6 +392,9 @@ func runHostGit(gitDir string, extra []string, args ...string) (string, bool) {
 	}
 	cmd := exec.CommandContext(ctx, git, append(full, args...)...)
 	cmd.Env = append(hostEnv(), extra...)
+	if input != "" {
+		cmd.Stdin = strings.NewReader(input)
+	}
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	err = cmd.Run()
@@ -331,6 +421,22 @@ func CurrentBranch(workdir string) string {
 		return ""
 	}
 	return ref
+}
+
+// PackedRefs says which refs the packed-refs file names (its "<id> <ref>" lines); nil
+// when there is no such file.
+func PackedRefs(file string) func(ref string) bool {
+	data, err := safefile.ReadFile(file, maxReflog)
+	if err != nil {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if id, ref, ok := strings.Cut(line, " "); ok && isObjectID(id) {
+			names[ref] = true
+		}
+	}
+	return func(ref string) bool { return names[ref] }
 }
 
 // HeadCommit is the commit HEAD is at in the repository at gitDir, as the host's git

@@ -26,6 +26,9 @@ type Rules struct {
 	// CurrentBranch is the ref the host's HEAD names ("refs/heads/main"), which a
 	// --git commit run may not delete; "" for none or a detached HEAD.
 	CurrentBranch string
+	// Packed says whether the packed-refs the run wrote names ref ("refs/heads/x"): git's
+	// gc moved it there, and packed-refs never lands. Nil: the run wrote none.
+	Packed func(ref string) bool
 }
 
 // Action is what happens to one entry.
@@ -55,25 +58,26 @@ func Decide(entries []Entry, rules Rules) []Decision {
 		decisions = append(decisions, decideOne(entry, rules))
 	}
 	refuseGitShapes(decisions, rules.LowerHas)
-	keepBranches(decisions, rules.CurrentBranch)
+	keepBranches(decisions, rules.CurrentBranch, rules.Packed)
 	refuseInside(decisions)
 	markWhole(decisions)
 	return decisions
 }
 
-// keepBranches refuses the deletion of a branch that would lose it: every one when the
-// run also rewrote packed-refs (git gc --auto, or pack-refs, moved the loose refs there;
-// packed-refs itself is refused, so the branch would be left nowhere: a big commit's gc
-// emptied the user's main), and the branch the host has checked out.
-func keepBranches(decisions []Decision, current string) {
-	packed := slices.ContainsFunc(decisions, func(d Decision) bool { return d.Entry.Path == ".git/packed-refs" })
+// keepBranches refuses the deletion of a branch that would lose it: the branch the host
+// has checked out, and one the run's packed-refs names (git gc --auto, or pack-refs, moved
+// the loose ref there; packed-refs itself is refused, so the branch would be left nowhere:
+// a big commit's gc emptied the user's main). git branch -D rewrites packed-refs without
+// the branch, and lands.
+func keepBranches(decisions []Decision, current string, packed func(string) bool) {
 	for i, decision := range decisions {
 		entry := decision.Entry
 		gone := entry.Kind == KindWhiteout || entry.Deleted
-		if decision.Action != Apply || !gone || !strings.HasPrefix(entry.Path, ".git/refs/heads/") {
+		ref, isBranch := strings.CutPrefix(entry.Path, ".git/")
+		if decision.Action != Apply || !gone || !isBranch || !strings.HasPrefix(ref, "refs/heads/") {
 			continue
 		}
-		if packed || current != "" && entry.Path == ".git/"+current {
+		if ref == current || packed != nil && packed(ref) {
 			decisions[i].Action, decisions[i].Rule = Refuse, RuleGitCommit
 		}
 	}

@@ -251,8 +251,8 @@ func TestRefusesPath(t *testing.T) {
 }
 
 // TestDecideKeepsBranches: with --git commit, a branch's deletion lands unless it would
-// lose the branch: the one the host has checked out, or any when the run also rewrote
-// packed-refs (git gc moved the loose refs there; packed-refs itself never lands).
+// lose the branch: the one the host has checked out, or one the run's packed-refs names
+// (git gc moved the loose ref there; packed-refs itself never lands).
 func TestDecideKeepsBranches(t *testing.T) {
 	oldRef := Lower{Kind: KindFile, Mode: 0o644, ChangedNS: 1}
 	deleted := func(p string) Entry { return Entry{Path: p, Kind: KindWhiteout, Lower: oldRef} }
@@ -269,8 +269,9 @@ func TestDecideKeepsBranches(t *testing.T) {
 		t.Errorf("deleting the checked-out branch and another: %v", got)
 	}
 	packed := Entry{Path: ".git/packed-refs", Kind: KindFile, Mode: 0o644, Lower: Lower{Kind: KindAbsent}}
-	got = verdict([]Entry{packed, deleted(".git/refs/heads/old")})
-	if got[".git/refs/heads/old"] != Refuse {
-		t.Errorf("a deletion beside a rewritten packed-refs: %v", got)
+	rules.Packed = func(ref string) bool { return ref == "refs/heads/old" }
+	got = verdict([]Entry{packed, deleted(".git/refs/heads/old"), deleted(".git/refs/heads/gone")})
+	if got[".git/refs/heads/old"] != Refuse || got[".git/refs/heads/gone"] != Apply {
+		t.Errorf("deletions beside a packed-refs naming one of them (git gc), and not the other (git branch -D): %v", got)
 	}
 }

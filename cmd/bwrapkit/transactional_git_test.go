@@ -103,12 +103,7 @@ func TestLiveCommitsKeepTheGuardedPaths(t *testing.T) {
 		committer(t, prefix, home)
 		hostGit("init", "-q", "-b", "main")
 		hostGit("config", "core.hooksPath", ".husky/_")
-		setup := append(append([]string{}, prefix...), "sh", "-c", `mkdir -p .husky/_ && echo '*' > .husky/_/.gitignore && printf '#!/bin/sh\ntrue\n' > .husky/_/pre-commit && chmod 755 .husky/_/pre-commit && echo husky > .husky/README && echo a > a`)
-		cmd := exec.Command(setup[0], setup[1:]...)
-		cmd.Dir = project
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("setup: %v\n%s", err, out)
-		}
+		asUser(t, prefix, project, `mkdir -p .husky/_ && echo '*' > .husky/_/.gitignore && printf '#!/bin/sh\ntrue\n' > .husky/_/pre-commit && chmod 755 .husky/_/pre-commit && echo husky > .husky/README && echo a > a`)
 		hostGit("add", ".")
 		hostGit("commit", "-qm", "first")
 		hostGit("branch", "dev")
@@ -234,4 +229,15 @@ func committer(t *testing.T, prefix []string, home string) {
 		t.Fatal(err)
 	}
 	os.Chown(gitconfig, uidOf(prefix), uidOf(prefix))
+}
+
+// asUser runs a setup script in project as the user (prefix), failing the test on an error.
+func asUser(t *testing.T, prefix []string, project, script string) {
+	t.Helper()
+	argv := append(append([]string{}, prefix...), "sh", "-c", script)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = project
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
 }

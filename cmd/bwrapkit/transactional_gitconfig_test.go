@@ -26,12 +26,7 @@ func TestLiveWorkTreeFilesGitConfigNamesAreGuarded(t *testing.T) {
 		git("init", "-q")
 		git("config", "core.hooksPath", "frontend/.husky/_")
 		git("config", "include.path", "../.gitconfig.local")
-		argv := append(append([]string{}, prefix...), "sh", "-c", "mkdir frontend && echo 1 > frontend/app")
-		setup := exec.Command(argv[0], argv[1:]...)
-		setup.Dir = project
-		if out, err := setup.CombinedOutput(); err != nil {
-			t.Fatalf("setup: %v\n%s", err, out)
-		}
+		asUser(t, prefix, project, "mkdir frontend && echo 1 > frontend/app")
 		git("add", "frontend/app")
 		git("commit", "-qm", "init")
 
@@ -103,12 +98,7 @@ func TestLiveHuskysOwnHooksAreGuarded(t *testing.T) {
 			`printf '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n' > .husky/_/pre-commit && chmod 755 .husky/_/pre-commit`,
 			"echo '*' > .husky/_/.gitignore && echo true > .husky/pre-commit",
 		}, " && ")
-		argv := append(append([]string{}, prefix...), "sh", "-c", setup)
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir = project
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("setup: %v\n%s", err, out)
-		}
+		asUser(t, prefix, project, setup)
 		git("add", ".husky/pre-commit")
 		git("commit", "-qm", "husky")
 
@@ -133,12 +123,7 @@ func TestLiveNpmSettingsNeverLand(t *testing.T) {
 		t.Fatal("npm is not installed (scripts/ci-deps.sh installs it)")
 	}
 	overlayAsUsers(t, func(t *testing.T, bwrap livetest.Bwrap, prefix []string, project, home string) {
-		write := append(append([]string{}, prefix...), "sh", "-c", `printf '{"name":"p","version":"1.0.0","scripts":{"install":"true"}}\n' > package.json`)
-		setup := exec.Command(write[0], write[1:]...)
-		setup.Dir = project
-		if out, err := setup.CombinedOutput(); err != nil {
-			t.Fatalf("setup: %v\n%s", err, out)
-		}
+		asUser(t, prefix, project, `printf '{"name":"p","version":"1.0.0","scripts":{"install":"true"}}\n' > package.json`)
 		canary := filepath.Join(home, "npm-shell-ran")
 		plant := "printf '#!/bin/sh\\ntouch " + canary + "\\nexec /bin/sh \"$@\"\\n' > .sh-cache && chmod 755 .sh-cache" +
 			" && echo script-shell=" + filepath.Join(project, ".sh-cache") + " > .npmrc" +
@@ -182,12 +167,7 @@ func TestLiveLinkedGitFilesAreProtected(t *testing.T) {
 					"rm -rf .git/hooks && ln -s ../githooks .git/hooks",
 					"mv .git/config gitconfig && ln -s ../gitconfig .git/config",
 				}, " && ")
-				argv := append(append([]string{}, prefix...), "sh", "-c", setup)
-				cmd := exec.Command(argv[0], argv[1:]...)
-				cmd.Dir = project
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("setup: %v\n%s", err, out)
-				}
+				asUser(t, prefix, project, setup)
 				linked := func() []map[string]string {
 					var all []map[string]string
 					for _, name := range []string{"gitconfig", "githooks", "scripts"} {
@@ -221,10 +201,7 @@ func TestLiveLinkedGitFilesAreProtected(t *testing.T) {
 				}
 
 				// A link to a hook that is not there: the command could create it.
-				argv = append(append([]string{}, prefix...), "ln", "-s", "../scripts/missing", filepath.Join(project, "githooks", "pre-push"))
-				if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
-					t.Fatalf("ln: %v\n%s", err, out)
-				}
+				asUser(t, prefix, project, "ln -s ../scripts/missing githooks/pre-push")
 				status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--", "true")
 				if status != 2 || !strings.Contains(stderr, "scripts/missing") || !strings.Contains(stderr, "does not exist") {
 					t.Errorf("a link to a missing hook inside the project: exit %d\n%s", status, stderr)

@@ -15,14 +15,7 @@ func TestWorkTreeGuardedReadsTheRepositorysHooksPath(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git on PATH")
 	}
-	workdir := t.TempDir()
-	for _, args := range [][]string{{"init", "-q"}, {"config", "core.hooksPath", ".husky/_"}} {
-		cmd := exec.Command("git", append([]string{"-C", workdir}, args...)...)
-		cmd.Env = hostEnv()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-	}
+	workdir := repoWithHooksPath(t, ".husky/_")
 	if err := os.MkdirAll(filepath.Join(workdir, ".husky", "_"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -216,14 +209,7 @@ func TestWorkTreeGuardedKeepsHuskysOwnHooks(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git on PATH")
 	}
-	workdir := t.TempDir()
-	for _, args := range [][]string{{"init", "-q"}, {"config", "core.hooksPath", ".husky/_"}} {
-		cmd := exec.Command("git", append([]string{"-C", workdir}, args...)...)
-		cmd.Env = hostEnv()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-	}
+	workdir := repoWithHooksPath(t, ".husky/_")
 	os.MkdirAll(filepath.Join(workdir, ".husky", "_"), 0o755)
 	if got, want := WorkTreeGuarded(workdir, "", nil), []string{filepath.Join(workdir, ".husky", "_")}; !slices.Equal(got, want) {
 		t.Errorf("without husky's runner: WorkTreeGuarded = %q, want %q", got, want)
@@ -232,4 +218,18 @@ func TestWorkTreeGuardedKeepsHuskysOwnHooks(t *testing.T) {
 	if got, want := WorkTreeGuarded(workdir, "", nil), []string{filepath.Join(workdir, ".husky")}; !slices.Equal(got, want) {
 		t.Errorf("with husky's runner: WorkTreeGuarded = %q, want %q", got, want)
 	}
+}
+
+// repoWithHooksPath is a new repository whose config sets core.hooksPath to hooks.
+func repoWithHooksPath(t *testing.T, hooks string) string {
+	t.Helper()
+	workdir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"config", "core.hooksPath", hooks}} {
+		cmd := exec.Command("git", append([]string{"-C", workdir}, args...)...)
+		cmd.Env = hostEnv()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	return workdir
 }

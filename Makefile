@@ -105,6 +105,8 @@ bench: build test-bwraps
 	$(GO) test -run '^$$' -bench 'Install' -benchtime 20x ./install
 	@# A 100 MB download direct and through the allowlist proxy (on the listener a sandbox's bridge hands it), interleaved: both speeds, their ratio, CPU per MB.
 	$(GO) test -run '^$$' -bench 'Download100MB' -benchtime 10x ./netproxy
+	@echo "== a real ~100 MB download from this host's apt mirror, direct and through bwrapkit run --net-allow (goal: at least 0.8; skipped without a mirror)"
+	scripts/bench-download.sh ./bwrapkit 10
 	@echo "== whole commands, interleaved side by side with bwrap itself"
 	@$(GO) build -o $(CACHE)/benchcmp ./internal/benchcmp
 	@mkdir -p $(BENCHDIR) && chmod 0755 $(BENCHDIR) && cd $(BENCHDIR) && \

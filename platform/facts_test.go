@@ -128,9 +128,6 @@ func TestParseMountLine(t *testing.T) {
 			t.Errorf("parseMountLine(%q) = %+v, want malformed", bad, entry)
 		}
 	}
-	if got := unescapeMount(`/a\134b\777c\04`); got != `/a\b\777c\04` {
-		t.Errorf("unescapeMount = %q", got)
-	}
 }
 
 func TestConfinement(t *testing.T) {

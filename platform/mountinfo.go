@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bwrapkit/bwrapkit/internal/kernel"
+	"github.com/bwrapkit/bwrapkit/internal/mountinfo"
 )
 
 // mount is one line of /proc/self/mountinfo (proc(5)).
@@ -56,31 +57,12 @@ func parseMountLine(line string) (mount, bool) {
 	if errID != nil || errParent != nil || !strings.HasPrefix(fields[3], "/") || !strings.HasPrefix(fields[4], "/") {
 		return mount{}, false
 	}
-	entry := mount{id: id, parent: parent, root: unescapeMount(fields[3]), point: unescapeMount(fields[4]),
-		options: fields[5], fsType: fields[separator+1], source: unescapeMount(fields[separator+2])}
+	entry := mount{id: id, parent: parent, root: mountinfo.Unescape(fields[3]), point: mountinfo.Unescape(fields[4]),
+		options: fields[5], fsType: fields[separator+1], source: mountinfo.Unescape(fields[separator+2])}
 	if len(fields) > separator+3 {
 		entry.superOptions = fields[separator+3]
 	}
 	return entry, true
-}
-
-// unescapeMount undoes the kernel's octal escapes of space, tab, newline and backslash.
-func unescapeMount(field string) string {
-	if !strings.Contains(field, `\`) {
-		return field
-	}
-	var out strings.Builder
-	for i := 0; i < len(field); i++ {
-		if field[i] == '\\' && i+4 <= len(field) {
-			if value, err := strconv.ParseUint(field[i+1:i+4], 8, 8); err == nil {
-				out.WriteByte(byte(value))
-				i += 3
-				continue
-			}
-		}
-		out.WriteByte(field[i])
-	}
-	return out.String()
 }
 
 // hasOption reports whether a comma-separated option list holds name (exactly, or as

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/bwrapkit/bwrapkit/internal/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -76,14 +77,14 @@ func observeProcSurface(request ProcSurfaceRequest) *ProcSurfaceObservation {
 
 // mountOptions maps each mount point in a mountinfo text to its per-mount options; a
 // later line (a mount on top) wins. Mount points escape blanks as \040.
-func mountOptions(mountinfo string) map[string]string {
+func mountOptions(text string) map[string]string {
 	options := map[string]string{}
-	for _, line := range strings.Split(mountinfo, "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 6 {
 			continue
 		}
-		point := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(fields[4])
+		point := mountinfo.Unescape(fields[4])
 		options[point] = fields[5]
 	}
 	return options

@@ -14,6 +14,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/bwrapkit/bwrapkit/internal/mountinfo"
 )
 
 // Mode is which kind of cgroup a run gets.
@@ -66,9 +68,9 @@ type mounts struct {
 	v1      map[string]string
 }
 
-func parseMounts(mountinfo string) mounts {
+func parseMounts(text string) mounts {
 	m := mounts{v1: map[string]string{}}
-	for line := range strings.SplitSeq(mountinfo, "\n") {
+	for line := range strings.SplitSeq(text, "\n") {
 		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
 		pre, post, ok := strings.Cut(line, " - ")
 		if !ok {
@@ -78,7 +80,7 @@ func parseMounts(mountinfo string) mounts {
 		if len(fields) < 5 || len(tail) < 3 || fields[3] != "/" {
 			continue // a bind of a subtree (a container's view) is not a hierarchy's root
 		}
-		mountpoint := unescape(fields[4])
+		mountpoint := mountinfo.Unescape(fields[4])
 		switch tail[0] {
 		case "cgroup2":
 			if m.unified == "" {
@@ -93,11 +95,6 @@ func parseMounts(mountinfo string) mounts {
 		}
 	}
 	return m
-}
-
-// unescape undoes mountinfo's octal escapes of space, tab, newline and backslash.
-func unescape(s string) string {
-	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
 }
 
 // ownGroups parses /proc/self/cgroup: the v2 path ("0::PATH") and each v1 controller's.

@@ -179,6 +179,24 @@ func loadPolicyFile(opts *runOptions) error {
 	return nil
 }
 
+// prepareHold starts making the run's hold (sandbox.Prepare: its keeper and cgroup) from
+// the request alone, before the policy is resolved: the bounds are the request's (flags
+// and policy file, loaded already), as the policy's will be. nil when the bounds do not
+// parse or bwrapkit's own programs are missing: the run refuses those later, saying why.
+// Run takes the hold only if it was made for the run's keeper and bounds, and makes its
+// own otherwise.
+func prepareHold(opts *runOptions) *sandbox.Hold {
+	if opts.programs == nil {
+		programs, _ := findPrograms()
+		opts.programs = &programs
+	}
+	bounds, err := limits.Parse(opts.request.Limits, limits.Defaults())
+	if err != nil || programsPresent(*opts.programs) != nil {
+		return nil
+	}
+	return sandbox.Prepare(opts.programs.helper, bounds)
+}
+
 // resolvePolicy loads the policy file and resolves the whole policy: no bwrap needed.
 func resolvePolicy(opts *runOptions) (sandbox.Policy, error) {
 	if err := loadPolicyFile(opts); err != nil {
@@ -352,6 +370,12 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	defer report.close()
+	// The run's keeper and cgroup are made while the policy is resolved and bwrap found
+	// and probed: a program start and a few cgroupfs writes, mostly the kernel's work on
+	// the other CPU, which the launch would otherwise wait for. A run refused on the way
+	// releases them; nothing of the run exists yet for them to hold.
+	hold := prepareHold(opts)
+	defer hold.Release() // a no-op once the run took it
 	facts := runFacts{}
 	bwrap, policy, err := prepare(ctx, opts)
 	facts.bwrap, facts.policy, facts.version = bwrap, effectivePolicy(opts, policy), policy.Features.Version
@@ -372,7 +396,6 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	keeper := opts.programs.helper
 	missing := programsPresent(*opts.programs)
 	// The fallback is said before the command runs, once (Run falls back the same way).
-	var hold *sandbox.Hold
 	if choice, err := policy.ChooseMode(); err == nil {
 		if choice.Mode == sandbox.WorkdirDirect {
 			if err := policy.RefuseSelfInsideDirect(); err != nil {
@@ -384,15 +407,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		if choice.Fallback != "" {
 			fmt.Fprintf(opts.Err, "bwrapkit: warning: %s\n", fallbackWarning(choice.Fallback))
 		}
-		// The policy's refusals are behind (a mode that cannot be had is Run's to
-		// refuse): the run's keeper is started and its cgroup made while the rest is
-		// readied (the project HOME, the caches, the proxy). Starting a program and
-		// writing the cgroupfs are mostly the kernel's work, on another CPU.
-		if missing == nil {
-			hold = sandbox.Prepare(keeper, policy.Limits)
-		}
 	}
-	defer hold.Release() // a no-op once the run took it
 	if missing != nil {
 		facts.err = &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Err: missing}
 		writeReport(opts, report, facts)

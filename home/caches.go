@@ -1,10 +1,15 @@
 package home
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bwrapkit/bwrapkit/internal/layerdir"
 )
 
 // LayersSuffix names the directory beside a HOME (in the homes' root, out of every
@@ -70,18 +75,125 @@ func Usable(path string) bool {
 	return ownDir(path)
 }
 
-// Layer makes (or finds) the project's layer for one cache: <home>.layers/<name>/upper and
-// work, each 0700. It returns their paths.
-func Layer(home, name string) (upper, work string, err error) {
+// LayerUse is one run's use of the project's layer over one cache (TakeLayer).
+type LayerUse struct {
+	Upper, Work string // where the run's overlay writes
+	// Apart: another run of the project holds the project's layer, so this run writes a
+	// layer of its own, which Release removes.
+	Apart bool
+	lock  *os.File // the project's layer's directory, or this run's own, locked
+	own   string   // this run's own directory under the layer; "" when it holds the project's
+}
+
+// runLayerPrefix names a run's own directory under a cache's layer (TakeLayer).
+const runLayerPrefix = "run-"
+
+// abandonedRunLayer is how old a run's own layer directory must be, unlocked, before the
+// project's holder removes it as left by a bwrapkit that died: its run locks it
+// microseconds after making it.
+const abandonedRunLayer = time.Minute
+
+// TakeLayer gives one run its writable layer over the cache name of the project HOME
+// home. overlayfs gives an upper and work directory to one mount at a time: two mounts
+// sharing them are undefined behaviour (the kernel says so as it mounts the second), and
+// at 32 runs of one project at once about 1 mount in 80 failed outright. So the first run
+// takes the project's layer, <home>.layers/<name>/upper and work, under an exclusive lock
+// it holds until Release. A run that starts while another holds it gets an upper and work
+// of its own (<name>/run-*) over the caller's cache alone: the project's layer is being
+// written by the holder's mount, and a layer that changes under a mount reading it is
+// undefined too (the kernel warns of that as well). Such a run starts warm from the
+// caller's cache, and what it adds is dropped at its end. Every directory is made 0700,
+// and must be the caller's own.
+func TakeLayer(home, name string) (*LayerUse, error) {
 	base := filepath.Join(home+LayersSuffix, name)
-	upper, work = filepath.Join(base, "upper"), filepath.Join(base, "work")
-	for _, dir := range []string{home + LayersSuffix, base, upper, work} {
+	upper, work := filepath.Join(base, "upper"), filepath.Join(base, "work")
+	if err := makeOwnDirs(home+LayersSuffix, base, upper, work); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(base)
+	if err == nil {
+		sweepRunLayers(base)
+		return &LayerUse{Upper: upper, Work: work, lock: lock}, nil
+	}
+	if !errors.Is(err, unix.EWOULDBLOCK) {
+		return nil, err
+	}
+	own, err := os.MkdirTemp(base, runLayerPrefix)
+	if err != nil {
+		return nil, err
+	}
+	ownUpper, ownWork := filepath.Join(own, "upper"), filepath.Join(own, "work")
+	if lock, err = lockDir(own); err == nil {
+		if err = makeOwnDirs(ownUpper, ownWork); err == nil {
+			return &LayerUse{Upper: ownUpper, Work: ownWork, Apart: true, lock: lock, own: own}, nil
+		}
+		lock.Close()
+	}
+	_ = layerdir.Remove(own)
+	return nil, err
+}
+
+// Release ends the run's use of the layer: its own layer is removed, the project's is
+// left for the next run. Call it once the run's sandbox is gone; more than once is a
+// no-op.
+func (u *LayerUse) Release() {
+	if u == nil || u.lock == nil {
+		return
+	}
+	if u.own != "" {
+		_ = layerdir.Remove(u.own)
+	}
+	u.lock.Close()
+	u.lock = nil
+}
+
+// makeOwnDirs makes each directory (0700) where it is missing, and refuses one that is
+// not a directory of the caller's (a link, someone else's).
+func makeOwnDirs(dirs ...string) error {
+	for _, dir := range dirs {
 		if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
-			return "", "", err
+			return err
 		}
 		if !ownDir(dir) {
-			return "", "", &os.PathError{Op: "layer", Path: dir, Err: unix.EPERM}
+			return &os.PathError{Op: "layer", Path: dir, Err: unix.EPERM}
 		}
 	}
-	return upper, work, nil
+	return nil
+}
+
+// lockDir opens dir, never through a link, and locks it exclusively without waiting
+// (EWOULDBLOCK: another process holds it).
+func lockDir(dir string) (*os.File, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), dir), nil
+}
+
+// sweepRunLayers removes the run layers under base that no run holds any more (their
+// bwrapkit died before removing them), once they are old enough that no run can be
+// between making and locking one.
+func sweepRunLayers(base string) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, entry := range entries {
+		if !entry.IsDir() || !strings.HasPrefix(entry.Name(), runLayerPrefix) {
+			continue
+		}
+		dir := filepath.Join(base, entry.Name())
+		if info, err := entry.Info(); err != nil || time.Since(info.ModTime()) < abandonedRunLayer {
+			continue
+		}
+		if lock, err := lockDir(dir); err == nil {
+			_ = layerdir.Remove(dir)
+			lock.Close()
+		}
+	}
 }

@@ -395,6 +395,18 @@ into: err = nil
 test: ./sandbox/land TestAbandonedTakesOnlyUnlockedLayers
 what: a live run's layer is never taken for abandoned
 
+file: sandbox/land/layer.go
+line: if info, err := os.Lstat(dir); err != nil || time.Since(info.ModTime()) <= staleNew {
+into: if false {
+test: ./sandbox/land TestNewLayerBesideASweep
+what: a sweep never locks a layer being made (the run's own lock would fail)
+
+file: home/caches.go
+line: lock, err := lockDir(base)
+into: lock, err := lockDir(base); err = nil
+test: ./home TestTakeLayerOneMountPerUpper
+what: one run at a time writes a project's cache layer (overlayfs: one mount per upper)
+
 file: sandbox/policytrust.go
 line: if why := baseDisagrees(base, gitDir, rel, data); why != "" {
 into: if why := ""; why != "" {

@@ -21,16 +21,28 @@ func parseCacheMode(mode string) (bool, error) {
 	return false, usagef("--cache %s: want host (your Go, npm and pip caches as read-only lower layers of the project's) or none", mode)
 }
 
+// cacheUses are the project layers a run took (home.TakeLayer), released once its
+// sandbox is gone.
+type cacheUses []*home.LayerUse
+
+func (uses cacheUses) release() {
+	for _, use := range uses {
+		use.Release()
+	}
+}
+
 // layerCaches puts the caller's own caches under the project HOME's: only for a
 // project HOME (not --home-dir or the ephemeral one), only with a bwrap that has
 // --overlay, and only caches that are real directories of the caller's that may be shown
 // (never one that is or encloses the home directory, never one reached through a link).
-func layerCaches(opts *runOptions, policy sandbox.Policy) ([]sandbox.CacheLayer, error) {
+// Release what it returns after the run, failure or not.
+func layerCaches(opts *runOptions, policy sandbox.Policy) ([]sandbox.CacheLayer, cacheUses, error) {
 	host, err := parseCacheMode(opts.request.Cache)
 	if err != nil || !host || opts.request.HomeDir != "" || policy.Home == "" || !policy.Features.Has("overlay") {
-		return nil, err
+		return nil, nil, err
 	}
 	var layers []sandbox.CacheLayer
+	var uses cacheUses
 	callerHome := opts.Getenv("HOME")
 	if real, err := filepath.EvalSymlinks(callerHome); err == nil {
 		callerHome = real
@@ -40,10 +52,6 @@ func layerCaches(opts *runOptions, policy sandbox.Policy) ([]sandbox.CacheLayer,
 		if err != nil || real != cache.Host || !home.Usable(real) || encloses(real, callerHome) || sandbox.RefuseReadOnly("--cache", real, real) != nil || sandbox.RefuseCacheLower(real, opts.Getenv) != nil {
 			continue
 		}
-		upper, work, err := home.Layer(policy.Home, cache.Name)
-		if err != nil {
-			return nil, fmt.Errorf("the project's layer over %s: %w", real, err)
-		}
 		dest, envName := filepath.Join(policy.Home, cache.Inside), ""
 		if cache.SamePath {
 			if encloses(policy.Workdir, real) || encloses(real, policy.Workdir) || slices.ContainsFunc(policy.Env, func(entry string) bool { return strings.HasPrefix(entry, cache.EnvName+"=") }) {
@@ -51,9 +59,15 @@ func layerCaches(opts *runOptions, policy sandbox.Policy) ([]sandbox.CacheLayer,
 			}
 			dest, envName = real, cache.EnvName
 		}
-		layers = append(layers, sandbox.CacheLayer{Name: cache.Name, Lower: real, Upper: upper, Work: work, Dest: dest, EnvName: envName})
+		use, err := home.TakeLayer(policy.Home, cache.Name)
+		if err != nil {
+			uses.release()
+			return nil, nil, fmt.Errorf("the project's layer over %s: %w", real, err)
+		}
+		uses = append(uses, use)
+		layers = append(layers, sandbox.CacheLayer{Name: cache.Name, Lower: real, Upper: use.Upper, Work: use.Work, Dest: dest, EnvName: envName})
 	}
-	return layers, nil
+	return layers, uses, nil
 }
 
 // encloses: dir is path or one of its ancestors.

@@ -420,7 +420,9 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	defer held.Release()
-	caches, err := layerCaches(opts, policy)
+	caches, cacheUses, err := layerCaches(opts, policy)
+	// After the run: its sandbox, the only mount of its layers, is gone by then.
+	defer cacheUses.release()
 	if err != nil {
 		facts.err = &sandbox.UnavailableError{Reason: sandbox.ReasonHardening, Err: err}
 		writeReport(opts, report, facts)

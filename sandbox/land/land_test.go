@@ -354,3 +354,41 @@ func TestLandLandsNoRefusedEntry(t *testing.T) {
 		t.Errorf("refused %+v, want open for %s", outcome.Refused, RuleWorldWritable)
 	}
 }
+
+// TestNewLayerBesideASweep: a sweep (Abandoned, run by every transactional run) never
+// takes the lock of a layer being made, even for a moment: NewLayer locks its new-ID
+// without waiting, and a sweep that locked first to look at its age refused about one
+// run in 300 at 32 at once ("locking the run's layer"). Many layers made while another
+// goroutine sweeps the same root: none may fail.
+func TestNewLayerBesideASweep(t *testing.T) {
+	root := t.TempDir()
+	done := make(chan struct{})
+	swept := make(chan int)
+	go func() {
+		sweeps := 0
+		for {
+			select {
+			case <-done:
+				swept <- sweeps
+				return
+			default:
+				Abandoned(root, -1, false)
+				sweeps++
+			}
+		}
+	}()
+	var failed []error
+	for range 1500 {
+		layer, err := NewLayer(root)
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		layer.Discard()
+	}
+	close(done)
+	sweeps := <-swept
+	if len(failed) > 0 {
+		t.Errorf("%d of 1500 layers made beside %d sweeps failed, first: %v", len(failed), sweeps, failed[0])
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"unicode"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bwrapkit/bwrapkit/internal/layerdir"
 )
 
 // A Layer is one run's upper layer and overlayfs work directory, in a directory of
@@ -191,6 +193,12 @@ func (l *Layer) BeginLanding() error {
 // staleNew (a NewLayer between its mkdir and its lock is younger). No command ever ran in
 // it, so nothing of it is reported.
 func removeStaleNew(dir string) {
+	// Its age first, unlocked: a young one is a NewLayer under way, whose lock (taken
+	// without waiting) this sweep must not hold even for a moment (it did, and about one
+	// run in 300 at 32 at once was refused with "locking the run's layer").
+	if info, err := os.Lstat(dir); err != nil || time.Since(info.ModTime()) <= staleNew {
+		return
+	}
 	lock, err := openLock(dir)
 	if err != nil {
 		return
@@ -259,26 +267,9 @@ func cleanJournal(path string, project int) {
 // Remove removes a directory of layers bwrapkit made (a doctor's scratch project's).
 func Remove(dir string) error { return removeOwn(dir) }
 
-// removeOwn removes one of bwrapkit's own directories; nothing is followed (RemoveAll
-// never follows a link). overlayfs leaves its work directory's inner "work" mode 0000,
-// which alone is opened first; only if the removal still fails (a command left a
-// directory it cannot list, the caller not root) is every directory opened up and the
-// removal tried again: a run's own short layer costs no walk of its own.
-func removeOwn(dir string) error {
-	_ = os.Chmod(filepath.Join(dir, "work", "work"), 0o700)
-	if os.RemoveAll(dir) == nil {
-		return nil
-	}
-	_ = filepath.WalkDir(dir, func(path string, entry os.DirEntry, err error) error {
-		if err == nil && entry.IsDir() {
-			_ = os.Chmod(path, 0o700)
-		} else if err != nil {
-			_ = os.Chmod(path, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
-}
+// removeOwn removes one of bwrapkit's own layer directories, links never followed
+// (package layerdir): a run's own short layer costs no walk of its own.
+func removeOwn(dir string) error { return layerdir.Remove(dir) }
 
 // Printable is a path as it may be shown on one line: quoted when it holds a control
 // character, so a name with a newline cannot forge a line of bwrapkit's own output.

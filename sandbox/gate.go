@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -367,21 +369,56 @@ func verifyOverlay(fd int, want expectation) error {
 	if upper.Dev == lower.Dev && root.Ino != upper.Ino {
 		return fmt.Errorf("inside the sandbox, %s is an overlay whose upper layer is not this run's", want.path)
 	}
-	inside, err := entryInodes(fd)
-	if err != nil {
-		return fmt.Errorf("inside the sandbox, %s cannot be listed: %w", want.path, err)
+	// The project may change meanwhile (another run of it landing, an editor saving), so
+	// the two are compared at a moment the checked directory held still: its listing the
+	// same before and after the sandbox's. A swapped lower layer stays swapped, so a
+	// mismatch is looked at again a few times before it refuses the run; at 16 runs of
+	// one project at once, 3 in 64 were refused on one look.
+	var mismatch error
+	for look := range overlayLooks {
+		if look > 0 {
+			time.Sleep(overlayLookPause)
+		}
+		before, err := entryInodes(int(want.lower.Fd()))
+		if err != nil {
+			return fmt.Errorf("%s cannot be listed: %w", want.path, err)
+		}
+		inside, insideErr := entryInodes(fd)
+		after, err := entryInodes(int(want.lower.Fd()))
+		if err != nil {
+			return fmt.Errorf("%s cannot be listed: %w", want.path, err)
+		}
+		switch {
+		case !maps.Equal(before, after):
+			mismatch = fmt.Errorf("%s kept changing while the sandbox was checked (%d looks); run again when it is still", want.path, overlayLooks)
+		case insideErr != nil:
+			mismatch = fmt.Errorf("inside the sandbox, %s cannot be listed: %w", want.path, insideErr)
+		default:
+			if mismatch = sameEntries(want.path, inside, before); mismatch == nil {
+				return nil
+			}
+		}
 	}
-	checked, err := entryInodes(int(want.lower.Fd()))
-	if err != nil {
-		return fmt.Errorf("%s cannot be listed: %w", want.path, err)
-	}
+	return mismatch
+}
+
+// overlayLooks bounds how many times verifyOverlay lists the two sides, overlayLookPause
+// apart, before a difference refuses the run.
+const (
+	overlayLooks     = 5
+	overlayLookPause = 2 * time.Millisecond
+)
+
+// sameEntries: the overlay shows, name for name and inode for inode, the checked
+// directory's entries and no others.
+func sameEntries(path string, inside, checked map[string]uint64) error {
 	if len(inside) != len(checked) {
-		return fmt.Errorf("inside the sandbox, %s does not show the checked directory (%d entries, not %d): a path was swapped while the sandbox was built", want.path, len(inside), len(checked))
+		return fmt.Errorf("inside the sandbox, %s does not show the checked directory (%d entries, not %d): a path was swapped while the sandbox was built", path, len(inside), len(checked))
 	}
 	for name, ino := range checked {
 		got, ok := inside[name]
 		if !ok || !sameLowerInode(got, ino) {
-			return fmt.Errorf("inside the sandbox, %s/%s is not the checked directory's entry: a path was swapped while the sandbox was built", want.path, name)
+			return fmt.Errorf("inside the sandbox, %s/%s is not the checked directory's entry: a path was swapped while the sandbox was built", path, name)
 		}
 	}
 	return nil

@@ -401,6 +401,18 @@ into: if false {
 test: ./sandbox/land TestNewLayerBesideASweep
 what: a sweep never locks a layer being made (the run's own lock would fail)
 
+file: sandbox/land/land.go
+line: unlock, err := lockLandings(filepath.Dir(layer.Dir))
+into: unlock, err := func() {}, error(nil); _ = filepath.Dir
+test: ./sandbox/land TestLandWaitsForTheProjectsOtherLanding
+what: one landing at a time per project, each against the project the one before left
+
+file: sandbox/gate.go
+line: if len(inside) != len(checked) {
+into: if false {
+test: ./sandbox TestSameEntries
+what: a transactional workdir shows no entry the checked directory lacks
+
 file: home/caches.go
 line: lock, err := lockDir(base)
 into: lock, err := lockDir(base); err = nil

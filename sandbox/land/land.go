@@ -3,6 +3,7 @@ package land
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,6 +43,15 @@ func Land(layer *Layer, projectFD int, opts Options) (Outcome, error) {
 	if bounds.Entries == 0 {
 		bounds = DefaultBounds()
 	}
+	// One landing at a time per project, from its walk to its last change: each is
+	// decided against the project as the landings before it left it. Runs of one project
+	// at once landed over each other (a new directory both made: the second stopped,
+	// "file exists", and kept the rest unlanded).
+	unlock, err := lockLandings(filepath.Dir(layer.Dir))
+	if err != nil {
+		return keepWhole(layer, err)
+	}
+	defer unlock()
 	entries, err := Walk(upper, projectFD, bounds)
 	if err != nil {
 		return keepWhole(layer, err)
@@ -78,6 +88,27 @@ func Land(layer *Layer, projectFD int, opts Options) (Outcome, error) {
 	}
 	outcome.Quarantine, err = layer.Quarantine(outcome.Refused, "")
 	return outcome, err
+}
+
+// lockLandings waits for the project's landing lock (root, the directory of its layers,
+// locked exclusively) and returns its release. The lock is the kernel's: it goes with a
+// bwrapkit that dies while holding it.
+func lockLandings(root string) (func(), error) {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the project's layers to land: %w", err)
+	}
+	for {
+		err = unix.Flock(fd, unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("waiting for the project's other landings: %w", err)
+	}
+	return func() { unix.Close(fd) }, nil
 }
 
 // LayerError is a layer that could not be vetted; nothing of it landed and it was kept.

@@ -392,3 +392,37 @@ func TestNewLayerBesideASweep(t *testing.T) {
 		t.Errorf("%d of 1500 layers made beside %d sweeps failed, first: %v", len(failed), sweeps, failed[0])
 	}
 }
+
+// TestLandWaitsForTheProjectsOtherLanding: landings of one project go one at a time, each
+// decided against the project as the one before left it. A layer with a new directory d
+// waits while another landing holds the project; that one makes d meanwhile; this one
+// then lands its file into d instead of stopping at "file exists".
+func TestLandWaitsForTheProjectsOtherLanding(t *testing.T) {
+	layer, project, fd := fixture(t)
+	write(t, filepath.Join(layer.Upper, "d", "mine"), "mine\n")
+	other, err := lockLandings(filepath.Dir(layer.Dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	landed := make(chan error, 1)
+	go func() {
+		_, err := Land(layer, fd, Options{Rules: Rules{CallerGid: uint32(os.Getegid()), StartedNS: 1 << 62}})
+		landed <- err
+	}()
+	select {
+	case err := <-landed:
+		other()
+		t.Fatalf("landed while another landing held the project (%v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	write(t, filepath.Join(project, "d", "theirs"), "theirs\n") // the other landing's d
+	other()
+	if err := <-landed; err != nil {
+		t.Fatalf("landing after the other: %v", err)
+	}
+	for _, name := range []string{"mine", "theirs"} {
+		if data, err := os.ReadFile(filepath.Join(project, "d", name)); err != nil || string(data) != name+"\n" {
+			t.Errorf("d/%s = %q, %v after both landings", name, data, err)
+		}
+	}
+}

@@ -180,7 +180,7 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 				result.Abandoned = append(result.Abandoned, layer.Dir)
 			}
 		}
-		if landErr := txn.finish(result, err); landErr != nil && err == nil {
+		if landErr := txn.finish(ctx, result, err); landErr != nil && err == nil {
 			err = landErr
 		}
 		result.Changes, result.Refused, result.Quarantine = txn.outcome()

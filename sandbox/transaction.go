@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -108,7 +109,7 @@ func (t *transaction) abort() {
 // finish lands the layer of a run that started and ended on its own (its exit status,
 // a signal, a timeout all count); a run that never started or was interrupted lands
 // nothing: its layer is discarded or, if anything was written, kept as a quarantine.
-func (t *transaction) finish(result Result, runErr error) error {
+func (t *transaction) finish(ctx context.Context, result Result, runErr error) error {
 	defer t.project.Close()
 	var unavailable *UnavailableError
 	if !result.Started || errors.As(runErr, &unavailable) {
@@ -128,10 +129,11 @@ func (t *transaction) finish(result Result, runErr error) error {
 		bounds.Entries = t.policy.LandMaxEntries
 	}
 	t.landed, t.landErr = land.Land(t.layer, int(t.project.Fd()), land.Options{
-		Rules:  t.rules(),
-		Bounds: bounds,
-		Verify: t.verifyGit,
-		Chown:  os.Geteuid() == 0,
+		Rules:     t.rules(),
+		Bounds:    bounds,
+		Verify:    t.verifyGit,
+		Chown:     os.Geteuid() == 0,
+		Interrupt: ctx.Done(),
 	})
 	if t.landErr != nil {
 		return &LandError{Err: t.landErr}

@@ -407,6 +407,12 @@ into: unlock, err := func() {}, error(nil); _ = filepath.Dir
 test: ./sandbox/land TestLandWaitsForTheProjectsOtherLanding
 what: one landing at a time per project, each against the project the one before left
 
+file: sandbox/land/land.go
+line: case <-interrupt:
+into: case <-make(chan struct{}):
+test: ./sandbox/land TestLandWaitGivesUpWhenInterrupted
+what: a signal ends a run waiting for another landing of its project
+
 file: sandbox/gate.go
 line: if len(inside) != len(checked) {
 into: if false {

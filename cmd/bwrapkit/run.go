@@ -484,6 +484,9 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	switch {
 	case errors.As(err, &landErr):
 		fmt.Fprintf(opts.Err, "bwrapkit: %v\n", landErr)
+		if facts.interrupted != 0 {
+			return exitError{facts.interrupted} // interrupted while waiting to land
+		}
 		return exitError{exitRefused}
 	case errors.As(err, &audit):
 		fmt.Fprintf(opts.Err, "bwrapkit: %v\n", audit)

@@ -421,3 +421,72 @@ func TestLiveKilledWhileLandingLosesNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestLiveInterruptEndsALandingWait: runs of one project land one at a time, and a run
+// whose turn does not come (another run's landing copies for as long as its command made
+// it) ends on SIGINT like a running one: exit 130, nothing of it landed, its layer kept.
+// The project's landing lock is held here, as another run's landing holds it.
+func TestLiveInterruptEndsALandingWait(t *testing.T) {
+	overlayAsUsers(t, func(t *testing.T, bwrap livetest.Bwrap, prefix []string, project, home string) {
+		if status, _, stderr := runIn(t, prefix, project, home, "run", "--bwrap", bwrap.Path, "--", "true"); status != 0 {
+			t.Fatalf("a first run: %d %s", status, stderr)
+		}
+		dirs, _ := filepath.Glob(filepath.Join(home, ".cache", "bwrapkit", "layers", "*"))
+		if len(dirs) != 1 {
+			t.Fatalf("the project's layers: %v, want one directory", dirs)
+		}
+		lock, err := os.Open(dirs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Close()
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+		argv := append(append(append([]string{}, prefix...), "env", "-i", "HOME="+home, newcomerPATH, builtBinary),
+			"run", "--workdir", project, "--bwrap", bwrap.Path, "--", "sh", "-c", "echo b > b")
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = project
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		// Its command is over and it waits in flock: a thread of it sleeps on the lock.
+		waiting := func() bool {
+			chans, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", cmd.Process.Pid))
+			for _, file := range chans {
+				if data, _ := os.ReadFile(file); strings.Contains(string(data), "lock") {
+					return true
+				}
+			}
+			return false
+		}
+		for deadline := time.Now().Add(20 * time.Second); !waiting(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("the run never came to wait for the landing lock\n%s", stderr.String())
+			}
+		}
+		// The process started here: env exec'd setpriv exec'd bwrapkit, one pid.
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			t.Fatalf("SIGINT did not end a run waiting to land\n%s", stderr.String())
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "interrupted while waiting for another run of this project to finish landing") {
+			t.Errorf("exit %d, want 130 naming the wait\n%s", code, stderr.String())
+		}
+		if _, err := os.Lstat(filepath.Join(project, "b")); err == nil {
+			t.Error("an interrupted run landed")
+		}
+		if kept, _ := filepath.Glob(filepath.Join(dirs[0], "quarantine-*", "upper", "b")); len(kept) != 1 {
+			t.Errorf("the interrupted run's layer was not kept: %v", kept)
+		}
+	})
+}

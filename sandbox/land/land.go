@@ -1,6 +1,7 @@
 package land
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,6 +29,9 @@ type Options struct {
 	Verify func(upper string, entries []Entry)
 	// Chown: give replaced files their old owner back (the caller is root).
 	Chown bool
+	// Interrupt, closed when the caller is interrupted (a signal), makes a landing still
+	// waiting for another landing of the project give up: nothing lands, the layer is kept.
+	Interrupt <-chan struct{}
 }
 
 // Land vets layer against the project (open at projectFD) and lands what is accepted.
@@ -47,7 +51,7 @@ func Land(layer *Layer, projectFD int, opts Options) (Outcome, error) {
 	// decided against the project as the landings before it left it. Runs of one project
 	// at once landed over each other (a new directory both made: the second stopped,
 	// "file exists", and kept the rest unlanded).
-	unlock, err := lockLandings(filepath.Dir(layer.Dir))
+	unlock, err := lockLandings(filepath.Dir(layer.Dir), opts.Interrupt)
 	if err != nil {
 		return keepWhole(layer, err)
 	}
@@ -92,23 +96,41 @@ func Land(layer *Layer, projectFD int, opts Options) (Outcome, error) {
 
 // lockLandings waits for the project's landing lock (root, the directory of its layers,
 // locked exclusively) and returns its release. The lock is the kernel's: it goes with a
-// bwrapkit that dies while holding it.
-func lockLandings(root string) (func(), error) {
+// bwrapkit that dies while holding it. The wait has no bound of its own (another run's
+// landing may copy for a while, as long as its command made it), so it gives up when
+// interrupt closes: a signal must end a run that waits, as it ends one that runs.
+func lockLandings(root string, interrupt <-chan struct{}) (func(), error) {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening the project's layers to land: %w", err)
 	}
-	for {
-		err = unix.Flock(fd, unix.LOCK_EX)
-		if err != unix.EINTR {
-			break
+	release := func() { unix.Close(fd) }
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+		return release, nil // no other landing: the usual case, without a thread blocked
+	}
+	locked := make(chan error, 1)
+	go func() {
+		var err error
+		for err = unix.Flock(fd, unix.LOCK_EX); err == unix.EINTR; err = unix.Flock(fd, unix.LOCK_EX) {
 		}
+		locked <- err
+	}()
+	select {
+	case err := <-locked:
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("waiting for the project's other landings: %w", err)
+		}
+		return release, nil
+	case <-interrupt:
+		// The wait in the kernel cannot be called off: the lock is let go as soon as it
+		// comes, by closing the descriptor then.
+		go func() {
+			<-locked
+			release()
+		}()
+		return nil, errors.New("interrupted while waiting for another run of this project to finish landing")
 	}
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("waiting for the project's other landings: %w", err)
-	}
-	return func() { unix.Close(fd) }, nil
 }
 
 // LayerError is a layer that could not be vetted; nothing of it landed and it was kept.

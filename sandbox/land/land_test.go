@@ -400,7 +400,7 @@ func TestNewLayerBesideASweep(t *testing.T) {
 func TestLandWaitsForTheProjectsOtherLanding(t *testing.T) {
 	layer, project, fd := fixture(t)
 	write(t, filepath.Join(layer.Upper, "d", "mine"), "mine\n")
-	other, err := lockLandings(filepath.Dir(layer.Dir))
+	other, err := lockLandings(filepath.Dir(layer.Dir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,6 +423,62 @@ func TestLandWaitsForTheProjectsOtherLanding(t *testing.T) {
 	for _, name := range []string{"mine", "theirs"} {
 		if data, err := os.ReadFile(filepath.Join(project, "d", name)); err != nil || string(data) != name+"\n" {
 			t.Errorf("d/%s = %q, %v after both landings", name, data, err)
+		}
+	}
+}
+
+// TestLandWaitGivesUpWhenInterrupted: a landing waiting for another of the project stops
+// waiting when its caller is interrupted (another run's command decides how long that
+// landing copies, and a signal must end a run that waits): nothing lands, the layer is
+// kept, and the lock, when it comes, is let go at once.
+func TestLandWaitGivesUpWhenInterrupted(t *testing.T) {
+	layer, project, fd := fixture(t)
+	write(t, filepath.Join(layer.Upper, "mine"), "mine\n")
+	root := filepath.Dir(layer.Dir)
+	other, err := lockLandings(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	interrupt := make(chan struct{})
+	landed := make(chan error, 1)
+	var outcome Outcome
+	go func() {
+		var err error
+		outcome, err = Land(layer, fd, Options{Rules: Rules{CallerGid: uint32(os.Getegid()), StartedNS: 1 << 62}, Interrupt: interrupt})
+		landed <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	close(interrupt)
+	select {
+	case err = <-landed:
+	case <-time.After(5 * time.Second):
+		other()
+		t.Fatal("an interrupted landing went on waiting for the other")
+	}
+	var layerErr *LayerError
+	if !errors.As(err, &layerErr) || !strings.Contains(err.Error(), "interrupted") {
+		t.Errorf("err = %v, want a LayerError saying it was interrupted", err)
+	}
+	if _, err := os.Lstat(filepath.Join(project, "mine")); err == nil {
+		t.Error("an interrupted landing landed")
+	}
+	if _, err := os.Lstat(filepath.Join(outcome.Quarantine, "upper", "mine")); err != nil {
+		t.Errorf("the layer was not kept (%q): %v", outcome.Quarantine, err)
+	}
+	other()
+	// The waiter got the lock when the other let go, and let it go at once.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		probe, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		free := unix.Flock(probe, unix.LOCK_EX|unix.LOCK_NB) == nil
+		unix.Close(probe)
+		if free {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the project's landing lock stayed held after an interrupted wait")
 		}
 	}
 }

@@ -402,7 +402,7 @@ test: ./sandbox/land TestNewLayerBesideASweep
 what: a sweep never locks a layer being made (the run's own lock would fail)
 
 file: sandbox/land/land.go
-line: unlock, err := lockLandings(filepath.Dir(layer.Dir))
+line: unlock, err := lockLandings(filepath.Dir(layer.Dir), opts.Interrupt)
 into: unlock, err := func() {}, error(nil); _ = filepath.Dir
 test: ./sandbox/land TestLandWaitsForTheProjectsOtherLanding
 what: one landing at a time per project, each against the project the one before left

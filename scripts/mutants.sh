@@ -413,6 +413,18 @@ into: case <-make(chan struct{}):
 test: ./sandbox/land TestLandWaitGivesUpWhenInterrupted
 what: a signal ends a run waiting for another landing of its project
 
+file: sandbox/land/land.go
+line: if decision.Action != Apply || entry.Kind != KindFile || rename && entry.Nlink == 1 {
+into: if decision.Action != Apply || entry.Kind != KindFile || rename {
+test: ./sandbox/land TestCopiedBytes
+what: on the layer's file system, hard-linked files are copied, and their copies counted against free space
+
+file: sandbox/land/apply.go
+line: if err := copyData(target, source); err != nil {
+into: if _, err := io.Copy(target, source); err != nil {
+test: ./sandbox/land TestLandHardLinkedSparseFileKeepsItsHoles
+what: a copied sparse file keeps its holes
+
 file: sandbox/gate.go
 line: if len(inside) != len(checked) {
 into: if false {

@@ -567,6 +567,9 @@ func printLanding(opts *runOptions, result sandbox.Result) {
 	}
 	if len(result.Refused) > 0 {
 		fmt.Fprintf(opts.Err, "bwrapkit: landed %d added, %d modified, %d deleted; refused %d (kept in %s)\n", result.Changes.Added, result.Changes.Modified, result.Changes.Deleted, len(result.Refused), result.Quarantine)
+	} else if landed := result.Changes; landed.Added+landed.Modified+landed.Deleted > 0 && result.Quarantine != "" {
+		// A landing that stopped partway (an error after its first changes).
+		fmt.Fprintf(opts.Err, "bwrapkit: landing stopped partway: landed %d added, %d modified, %d deleted (each file whole, old or new); the rest is kept in %s\n", landed.Added, landed.Modified, landed.Deleted, result.Quarantine)
 	} else if result.Quarantine != "" {
 		fmt.Fprintf(opts.Err, "bwrapkit: nothing landed; the command's changes are kept in %s\n", result.Quarantine)
 	}

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
+	"github.com/bwrapkit/bwrapkit/sandbox"
+	"github.com/bwrapkit/bwrapkit/sandbox/land"
+	"golang.org/x/sys/unix"
 )
 
 // Bad input to the landing, through the built binary on the pinned bwrap: each must give
@@ -96,6 +99,66 @@ func TestLiveFullProjectFileSystemLandsNothing(t *testing.T) {
 	removeLayers(t, home)
 }
 
+// TestLiveHardLinksBeyondTheDiskLandNothing: project and layer share a 16 MiB tmpfs, so
+// files move in one rename, except a file with hard links, which lands as a copy per
+// name. A command's 4 MiB file under three names needs 12 MiB of copies, more than is
+// free: nothing lands, and the disk is not filled. (The landing before copied without
+// looking, stopped at the full disk with the first names landed, and left it full.) A
+// sparse 1 GiB file under two names fits, and lands as two sparse files.
+func TestLiveHardLinksBeyondTheDiskLandNothing(t *testing.T) {
+	bwrap := staticBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("mounting the size-limited tmpfs needs root")
+	}
+	base := livetest.TempDir(t)
+	os.Chmod(base, 0o755)
+	disk := filepath.Join(base, "disk")
+	if err := os.Mkdir(disk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", disk).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", disk).Run() })
+	project, home := filepath.Join(disk, "project"), filepath.Join(disk, "home")
+	for _, dir := range []string{project, home} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(project, "kept"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `echo new > kept; head -c 4194304 /dev/urandom > big; ln big big2; ln big big3; echo small > small`
+	status, _, stderr := runIn(t, nil, project, home, "run", "--workdir", project, "--bwrap", bwrap, "--", "sh", "-c", script)
+	if status != 123 || !strings.Contains(stderr, "hard links") || !strings.Contains(stderr, "the project is as it was") {
+		t.Errorf("exit %d, want 123 naming the copies:\n%s", status, stderr)
+	}
+	entries, _ := os.ReadDir(project)
+	if len(entries) != 1 {
+		t.Errorf("the project holds %d entries, want only kept: %v", len(entries), entries)
+	}
+	if got, _ := os.ReadFile(filepath.Join(project, "kept")); string(got) != "old\n" {
+		t.Errorf("kept = %q", got)
+	}
+	removeLayers(t, home)
+
+	status, _, stderr = runIn(t, nil, project, home, "run", "--workdir", project, "--bwrap", bwrap, "--", "sh", "-c", `truncate -s 1G sparse && ln sparse sparse2`)
+	if status != 0 {
+		t.Fatalf("the sparse file's run: exit %d\n%s", status, stderr)
+	}
+	for _, name := range []string{"sparse", "sparse2"} {
+		var stat unix.Stat_t
+		if err := unix.Stat(filepath.Join(project, name), &stat); err != nil {
+			t.Fatalf("%s did not land: %v", name, err)
+		}
+		if stat.Size != 1<<30 || stat.Nlink != 1 || stat.Blocks*512 > 1<<20 {
+			t.Errorf("%s: size %d, %d links, %d bytes occupied; want 1 GiB of holes, a file of its own", name, stat.Size, stat.Nlink, stat.Blocks*512)
+		}
+	}
+	removeLayers(t, home)
+}
+
 // removeLayers removes the quarantines a test's runs kept (overlayfs leaves its work
 // directory mode 0000, so permissions are opened first).
 func removeLayers(t *testing.T, home string) {
@@ -103,4 +166,24 @@ func removeLayers(t *testing.T, home string) {
 	layers := filepath.Join(home, ".cache", "bwrapkit", "layers")
 	exec.Command("chmod", "-R", "u+rwx", layers).Run()
 	os.RemoveAll(layers)
+}
+
+// TestPrintLandingSaysWhatAStoppedLandingLanded: a landing that stopped after its first
+// changes says what landed and where the rest is, never "nothing landed" (the line
+// before said that of a landing that had landed two files).
+func TestPrintLandingSaysWhatAStoppedLandingLanded(t *testing.T) {
+	for _, c := range []struct {
+		changes land.Changes
+		want    string
+	}{
+		{land.Changes{Added: 2, Modified: 1}, "bwrapkit: landing stopped partway: landed 2 added, 1 modified, 0 deleted (each file whole, old or new); the rest is kept in /q\n"},
+		{land.Changes{}, "bwrapkit: nothing landed; the command's changes are kept in /q\n"},
+	} {
+		var stderr strings.Builder
+		opts := &runOptions{streams: streams{Err: &stderr}}
+		printLanding(opts, sandbox.Result{WorkdirMode: sandbox.WorkdirTransactional, Started: true, Changes: c.changes, Quarantine: "/q"})
+		if stderr.String() != c.want {
+			t.Errorf("%+v: %q, want %q", c.changes, stderr.String(), c.want)
+		}
+	}
 }

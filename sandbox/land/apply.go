@@ -240,6 +240,8 @@ func (a *Applier) journal(path, temp string) error {
 }
 
 // copyFile writes a new file temp in dst with src's bytes, flushed before it is renamed.
+// A sparse file's holes stay holes: the room check counts what the file occupies, and a
+// command's 1 GB of nothing must not become 1 GB written per name it gave the file.
 func copyFile(srcDir int, srcName string, dstDir int, temp string, mode uint32) error {
 	in, err := unix.Openat(srcDir, srcName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -253,13 +255,52 @@ func copyFile(srcDir int, srcName string, dstDir int, temp string, mode uint32) 
 	}
 	target := os.NewFile(uintptr(out), temp)
 	defer target.Close()
-	if _, err := io.Copy(target, source); err != nil {
+	if err := copyData(target, source); err != nil {
 		return err
 	}
 	if err := target.Chmod(os.FileMode(mode & 0o777)); err != nil {
 		return err
 	}
 	return target.Sync()
+}
+
+// copyData copies source's data extents to the same offsets of the empty target, and
+// sizes target as source: the holes between extents are left unwritten. A file system
+// without SEEK_DATA reports the whole file as data, and the copy is a plain one.
+func copyData(target, source *os.File) error {
+	info, err := source.Stat()
+	if err != nil {
+		return err
+	}
+	size := info.Size()
+	fd := int(source.Fd())
+	for offset := int64(0); offset < size; {
+		start, err := unix.Seek(fd, offset, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // only a hole from offset to the end
+		}
+		if err != nil {
+			return err
+		}
+		end, err := unix.Seek(fd, start, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		// The file may have grown since the Stat: copy what was there. SEEK_HOLE moved the
+		// offset to the hole; the copy reads from the data's start.
+		end = min(end, size)
+		if _, err := source.Seek(start, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := target.Seek(start, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(target, source, end-start); err != nil {
+			return err
+		}
+		offset = end
+	}
+	return target.Truncate(size)
 }
 
 // removeTree deletes name under parent and everything below it, never following a link.

@@ -27,6 +27,9 @@ type Entry struct {
 	// Nlink > 1: a hard link inside the layer; it lands as a file of its own.
 	Nlink uint64
 	Size  int64
+	// Allocated is what the file occupies on disk (st_blocks): less than Size for a
+	// sparse file, whose copy keeps its holes.
+	Allocated int64
 	// Target is a symlink's target.
 	Target string
 	// Opaque: a directory that replaces the project's (what it does not hold is deleted).

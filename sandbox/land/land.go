@@ -65,10 +65,8 @@ func Land(layer *Layer, projectFD int, opts Options) (Outcome, error) {
 	}
 	decisions := Decide(entries, opts.Rules)
 	rename := sameFileSystem(upper, projectFD)
-	if !rename {
-		if err := roomFor(projectFD, decisions); err != nil {
-			return keepWhole(layer, err)
-		}
+	if err := roomFor(projectFD, decisions, rename); err != nil {
+		return keepWhole(layer, err)
 	}
 	if err := layer.BeginLanding(); err != nil {
 		return keepWhole(layer, err)
@@ -158,13 +156,15 @@ func sameFileSystem(a, b int) bool {
 	return unix.Fstat(a, &sa) == nil && unix.Fstat(b, &sb) == nil && sa.Dev == sb.Dev
 }
 
-// roomFor refuses a copying landing the project's file system cannot hold whole.
-func roomFor(projectFD int, decisions []Decision) error {
-	var need int64
-	for _, decision := range decisions {
-		if decision.Action == Apply && decision.Entry.Kind == KindFile {
-			need += decision.Entry.Size + 4096
-		}
+// roomFor refuses a landing whose copies the project's file system cannot hold whole.
+// Every file is copied when the layer lies on another file system; on the same one, a
+// file with hard links is (each name lands as a file of its own), so a command's one file
+// with a thousand names needs a thousand times its size. Without the check such a landing
+// stopped at the full disk, half landed, with the disk left full.
+func roomFor(projectFD int, decisions []Decision, rename bool) error {
+	need := copiedBytes(decisions, rename)
+	if need == 0 {
+		return nil
 	}
 	var fs unix.Statfs_t
 	if err := unix.Fstatfs(projectFD, &fs); err != nil {
@@ -172,9 +172,24 @@ func roomFor(projectFD int, decisions []Decision) error {
 	}
 	free := int64(fs.Bavail) * fs.Bsize
 	if need > free {
-		return fmt.Errorf("the command's changes need %d bytes and the project's file system has %d free", need, free)
+		return fmt.Errorf("the command's changes need %d bytes of copies (every file with hard links lands as a copy per name) and the project's file system has %d free: free space there and run it again", need, free)
 	}
 	return nil
+}
+
+// copiedBytes is what the landing's copies occupy: a copy keeps a sparse file's holes, so
+// a file counts what it occupies in the layer, never more than its size, and a block for
+// its inode and last partial block.
+func copiedBytes(decisions []Decision, rename bool) int64 {
+	var need int64
+	for _, decision := range decisions {
+		entry := decision.Entry
+		if decision.Action != Apply || entry.Kind != KindFile || rename && entry.Nlink == 1 {
+			continue
+		}
+		need += min(entry.Size, entry.Allocated) + 4096
+	}
+	return need
 }
 
 // Quarantined is how a stderr line names a kept layer.

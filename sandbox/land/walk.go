@@ -163,7 +163,7 @@ func (w *walker) entry(dirFD int, name, path string, fresh bool, projectDir int)
 	} else if err := unix.Fstatat(dirFD, name, &stat, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return Entry{}, fmt.Errorf("inspecting the layer at %s: %w", path, err)
 	}
-	entry := Entry{Path: path, Mode: stat.Mode & 0o7777, Gid: stat.Gid, Nlink: uint64(stat.Nlink), Size: stat.Size}
+	entry := Entry{Path: path, Mode: stat.Mode & 0o7777, Gid: stat.Gid, Nlink: uint64(stat.Nlink), Size: stat.Size, Allocated: stat.Blocks * 512}
 	switch stat.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		// Metacopy and xattr whiteouts only refer to a lower entry: none below a new directory.

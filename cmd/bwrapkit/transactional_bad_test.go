@@ -81,22 +81,7 @@ func TestLiveFullProjectFileSystemLandsNothing(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", project).Run() })
-	if err := os.WriteFile(filepath.Join(project, "kept"), []byte("old\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script := `echo new > kept; head -c 2097152 /dev/zero > big; echo small > small`
-	status, _, stderr := runIn(t, nil, project, home, "run", "--workdir", project, "--bwrap", bwrap, "--", "sh", "-c", script)
-	if status != 123 || !strings.Contains(stderr, "free") || !strings.Contains(stderr, "the project is as it was") {
-		t.Errorf("exit %d, want 123 naming the space:\n%s", status, stderr)
-	}
-	entries, _ := os.ReadDir(project)
-	if len(entries) != 1 {
-		t.Errorf("the project holds %d entries, want only kept: %v", len(entries), entries)
-	}
-	if got, _ := os.ReadFile(filepath.Join(project, "kept")); string(got) != "old\n" {
-		t.Errorf("kept = %q", got)
-	}
-	removeLayers(t, home)
+	landsNothing(t, bwrap, project, home, `echo new > kept; head -c 2097152 /dev/zero > big; echo small > small`, "free")
 }
 
 // TestLiveHardLinksBeyondTheDiskLandNothing: project and layer share a 16 MiB tmpfs, so
@@ -126,24 +111,9 @@ func TestLiveHardLinksBeyondTheDiskLandNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(project, "kept"), []byte("old\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script := `echo new > kept; head -c 4194304 /dev/urandom > big; ln big big2; ln big big3; echo small > small`
-	status, _, stderr := runIn(t, nil, project, home, "run", "--workdir", project, "--bwrap", bwrap, "--", "sh", "-c", script)
-	if status != 123 || !strings.Contains(stderr, "hard links") || !strings.Contains(stderr, "the project is as it was") {
-		t.Errorf("exit %d, want 123 naming the copies:\n%s", status, stderr)
-	}
-	entries, _ := os.ReadDir(project)
-	if len(entries) != 1 {
-		t.Errorf("the project holds %d entries, want only kept: %v", len(entries), entries)
-	}
-	if got, _ := os.ReadFile(filepath.Join(project, "kept")); string(got) != "old\n" {
-		t.Errorf("kept = %q", got)
-	}
-	removeLayers(t, home)
+	landsNothing(t, bwrap, project, home, `echo new > kept; head -c 4194304 /dev/urandom > big; ln big big2; ln big big3; echo small > small`, "hard links")
 
-	status, _, stderr = runIn(t, nil, project, home, "run", "--workdir", project, "--bwrap", bwrap, "--", "sh", "-c", `truncate -s 1G sparse && ln sparse sparse2`)
+	status, _, stderr := runIn(t, nil, project, home, "run", "--workdir", project, "--bwrap", bwrap, "--", "sh", "-c", `truncate -s 1G sparse && ln sparse sparse2`)
 	if status != 0 {
 		t.Fatalf("the sparse file's run: exit %d\n%s", status, stderr)
 	}
@@ -155,6 +125,28 @@ func TestLiveHardLinksBeyondTheDiskLandNothing(t *testing.T) {
 		if stat.Size != 1<<30 || stat.Nlink != 1 || stat.Blocks*512 > 1<<20 {
 			t.Errorf("%s: size %d, %d links, %d bytes occupied; want 1 GiB of holes, a file of its own", name, stat.Size, stat.Nlink, stat.Blocks*512)
 		}
+	}
+	removeLayers(t, home)
+}
+
+// landsNothing runs script, which writes the project's file kept and more, in project
+// (which holds only kept, "old"), and wants exit 123 with stderr naming cause, and the
+// project as it was.
+func landsNothing(t *testing.T, bwrap, project, home, script, cause string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(project, "kept"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, _, stderr := runIn(t, nil, project, home, "run", "--workdir", project, "--bwrap", bwrap, "--", "sh", "-c", script)
+	if status != 123 || !strings.Contains(stderr, cause) || !strings.Contains(stderr, "the project is as it was") {
+		t.Errorf("exit %d, want 123 naming %q:\n%s", status, cause, stderr)
+	}
+	entries, _ := os.ReadDir(project)
+	if len(entries) != 1 {
+		t.Errorf("the project holds %d entries, want only kept: %v", len(entries), entries)
+	}
+	if got, _ := os.ReadFile(filepath.Join(project, "kept")); string(got) != "old\n" {
+		t.Errorf("kept = %q", got)
 	}
 	removeLayers(t, home)
 }

@@ -110,7 +110,7 @@ func TakeLayer(home, name string) (*LayerUse, error) {
 	if err := makeOwnDirs(home+LayersSuffix, base, upper, work); err != nil {
 		return nil, err
 	}
-	lock, err := lockDir(base)
+	lock, err := layerdir.TryLock(base)
 	if err == nil {
 		sweepRunLayers(base)
 		return &LayerUse{Upper: upper, Work: work, lock: lock}, nil
@@ -123,7 +123,7 @@ func TakeLayer(home, name string) (*LayerUse, error) {
 		return nil, err
 	}
 	ownUpper, ownWork := filepath.Join(own, "upper"), filepath.Join(own, "work")
-	if lock, err = lockDir(own); err == nil {
+	if lock, err = layerdir.TryLock(own); err == nil {
 		if err = makeOwnDirs(ownUpper, ownWork); err == nil {
 			return &LayerUse{Upper: ownUpper, Work: ownWork, Apart: true, lock: lock, own: own}, nil
 		}
@@ -161,20 +161,6 @@ func makeOwnDirs(dirs ...string) error {
 	return nil
 }
 
-// lockDir opens dir, never through a link, and locks it exclusively without waiting
-// (EWOULDBLOCK: another process holds it).
-func lockDir(dir string) (*os.File, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
-	}
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		unix.Close(fd)
-		return nil, err
-	}
-	return os.NewFile(uintptr(fd), dir), nil
-}
-
 // sweepRunLayers removes the run layers under base that no run holds any more (their
 // bwrapkit died before removing them), once they are old enough that no run can be
 // between making and locking one.
@@ -191,7 +177,7 @@ func sweepRunLayers(base string) {
 		if info, err := entry.Info(); err != nil || time.Since(info.ModTime()) < abandonedRunLayer {
 			continue
 		}
-		if lock, err := lockDir(dir); err == nil {
+		if lock, err := layerdir.TryLock(dir); err == nil {
 			_ = layerdir.Remove(dir)
 			lock.Close()
 		}

@@ -389,9 +389,9 @@ into: if problem := ""; problem != "" {
 test: ./cmd/bwrapkit TestTinyLimitsAreOneLine
 what: limits too small for a run are one line, exit 125
 
-file: sandbox/land/layer.go
-line: err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-into: err = nil
+file: internal/layerdir/layerdir.go
+line: if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+into: if err := error(nil); err != nil {
 test: ./sandbox/land TestAbandonedTakesOnlyUnlockedLayers
 what: a live run's layer is never taken for abandoned
 
@@ -432,8 +432,8 @@ test: ./sandbox TestSameEntries
 what: a transactional workdir shows no entry the checked directory lacks
 
 file: home/caches.go
-line: lock, err := lockDir(base)
-into: lock, err := lockDir(base); err = nil
+line: lock, err := layerdir.TryLock(base)
+into: lock, err := layerdir.TryLock(base); err = nil
 test: ./home TestTakeLayerOneMountPerUpper
 what: one run at a time writes a project's cache layer (overlayfs: one mount per upper)
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/bwrapkit/bwrapkit/internal/layerdir"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,11 +99,11 @@ func Land(layer *Layer, projectFD int, opts Options) (Outcome, error) {
 // landing may copy for a while, as long as its command made it), so it gives up when
 // interrupt closes: a signal must end a run that waits, as it ends one that runs.
 func lockLandings(root string, interrupt <-chan struct{}) (func(), error) {
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	dir, err := layerdir.Open(root)
 	if err != nil {
 		return nil, fmt.Errorf("opening the project's layers to land: %w", err)
 	}
-	release := func() { unix.Close(fd) }
+	fd, release := int(dir.Fd()), func() { dir.Close() }
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
 		return release, nil // no other landing: the usual case, without a thread blocked
 	}

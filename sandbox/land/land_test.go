@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/internal/layerdir"
 	"golang.org/x/sys/unix"
 )
 
@@ -192,14 +193,11 @@ func TestAbandonedTakesOnlyUnlockedLayers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	holder, err := openLock(held)
+	holder, err := layerdir.TryLock(held)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Close()
-	if err := unix.Flock(int(holder.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
 	found, err := Abandoned(root, projectFD, false)
 	if err != nil {
 		t.Fatal(err)

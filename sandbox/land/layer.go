@@ -51,14 +51,8 @@ func NewLayer(root string) (*Layer, error) {
 	if err := os.Mkdir(making, 0o700); err != nil {
 		return nil, fmt.Errorf("making the run's layer: %w", err)
 	}
-	lock, err := openLock(making)
-	if err == nil {
-		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	}
+	lock, err := layerdir.TryLock(making)
 	if err != nil {
-		if lock != nil {
-			lock.Close()
-		}
 		os.Remove(making)
 		return nil, fmt.Errorf("locking the run's layer: %w", err)
 	}
@@ -77,15 +71,6 @@ func NewLayer(root string) (*Layer, error) {
 		return nil, fmt.Errorf("making the run's layer: %w", err)
 	}
 	return &Layer{Dir: dir, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), lock: lock}, nil
-}
-
-// openLock opens a layer's directory to lock it, never through a symlink.
-func openLock(dir string) (*os.File, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	return os.NewFile(uintptr(fd), dir), nil
 }
 
 func syscall0() int { return unix.O_NOFOLLOW | unix.O_CLOEXEC }
@@ -149,13 +134,9 @@ func Abandoned(root string, project int, keep bool) ([]AbandonedLayer, error) {
 			continue
 		}
 		dir := filepath.Join(root, entry.Name())
-		lock, err := openLock(dir)
+		lock, err := layerdir.TryLock(dir)
 		if err != nil {
-			continue // gone meanwhile, or not ours
-		}
-		if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
-			lock.Close()
-			continue // a live run
+			continue // a live run's, gone meanwhile, or not ours
 		}
 		cleanJournal(filepath.Join(dir, journalName), project)
 		_, landingErr := os.Lstat(filepath.Join(dir, landingName))
@@ -199,13 +180,13 @@ func removeStaleNew(dir string) {
 	if info, err := os.Lstat(dir); err != nil || time.Since(info.ModTime()) <= staleNew {
 		return
 	}
-	lock, err := openLock(dir)
+	lock, err := layerdir.TryLock(dir)
 	if err != nil {
 		return
 	}
 	defer lock.Close()
 	var stat unix.Stat_t
-	if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil || unix.Fstat(int(lock.Fd()), &stat) != nil {
+	if unix.Fstat(int(lock.Fd()), &stat) != nil {
 		return
 	}
 	if time.Since(time.Unix(stat.Mtim.Unix())) > staleNew {

@@ -419,6 +419,12 @@ into: if decision.Action != Apply || entry.Kind != KindFile || rename {
 test: ./sandbox/land TestCopiedBytes
 what: on the layer's file system, hard-linked files are copied, and their copies counted against free space
 
+file: sandbox/land/walk.go
+line: entry.Data = dataBytes(dirFD, name, stat.Size)
+into: entry.Data = stat.Size
+test: ./sandbox/land TestWalkCountsDataNotHoles
+what: a sparse file's copy is counted by its data (its holes cost nothing)
+
 file: sandbox/land/apply.go
 line: if err := copyData(target, source); err != nil {
 into: if _, err := io.Copy(target, source); err != nil {

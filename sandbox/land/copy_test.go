@@ -66,17 +66,17 @@ func TestLandHardLinkedSparseFileKeepsItsHoles(t *testing.T) {
 
 // TestCopiedBytes: what a landing copies, counted against the project's free space. On
 // the layer's own file system only a file with hard links is copied (the rest move), and
-// a file counts what it occupies, never more than its size.
+// a file counts its data (its size less its holes).
 func TestCopiedBytes(t *testing.T) {
-	file := func(nlink uint64, size, allocated int64) Decision {
-		return Decision{Action: Apply, Entry: Entry{Kind: KindFile, Nlink: nlink, Size: size, Allocated: allocated}}
+	file := func(nlink uint64, size, data int64) Decision {
+		return Decision{Action: Apply, Entry: Entry{Kind: KindFile, Nlink: nlink, Size: size, Data: data}}
 	}
 	decisions := []Decision{
-		file(1, 1000, 4096),   // moves on one file system
+		file(1, 1000, 1000),   // moves on one file system
 		file(3, 1<<20, 1<<20), // a name of a linked file
 		file(3, 1<<30, 8192),  // sparse, linked
 		file(1, 10, 0),        // refused below
-		{Action: Apply, Entry: Entry{Kind: KindDir, Size: 4096, Allocated: 4096}},
+		{Action: Apply, Entry: Entry{Kind: KindDir, Size: 4096}},
 	}
 	decisions[3].Action = Refuse
 	if got, want := copiedBytes(decisions, true), int64(1<<20+4096+8192+4096); got != want {
@@ -84,5 +84,40 @@ func TestCopiedBytes(t *testing.T) {
 	}
 	if got, want := copiedBytes(decisions, false), int64(1000+4096+1<<20+4096+8192+4096); got != want {
 		t.Errorf("another file system: %d, want %d", got, want)
+	}
+}
+
+// TestWalkCountsDataNotHoles: the walk gives a sparse file its data bytes (what a copy
+// writes), and a dense file its size.
+func TestWalkCountsDataNotHoles(t *testing.T) {
+	layer, _, fd := fixture(t)
+	file, err := os.Create(filepath.Join(layer.Upper, "sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err1 := file.WriteAt(make([]byte, 4096), 1<<20) // zeros written are data, not a hole
+	err2 := file.Truncate(64 << 20)
+	if err := file.Close(); err1 != nil || err2 != nil || err != nil {
+		t.Fatal(err1, err2, err)
+	}
+	write(t, filepath.Join(layer.Upper, "dense"), "twelve bytes")
+	upper, err := unix.Open(layer.Upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(upper)
+	entries, err := Walk(upper, fd, DefaultBounds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]int64{}
+	for _, entry := range entries {
+		data[entry.Path] = entry.Data
+	}
+	if data["dense"] != 12 {
+		t.Errorf("dense: %d bytes of data, want 12", data["dense"])
+	}
+	if got := data["sparse"]; got < 4096 || got > 64<<10 {
+		t.Errorf("sparse: %d bytes of data, want the 4 KiB written (a block or so more at most)", got)
 	}
 }

@@ -27,9 +27,8 @@ type Entry struct {
 	// Nlink > 1: a hard link inside the layer; it lands as a file of its own.
 	Nlink uint64
 	Size  int64
-	// Allocated is what the file occupies on disk (st_blocks): less than Size for a
-	// sparse file, whose copy keeps its holes.
-	Allocated int64
+	// Data is the file's bytes less its holes: what a copy, which keeps the holes, writes.
+	Data int64
 	// Target is a symlink's target.
 	Target string
 	// Opaque: a directory that replaces the project's (what it does not hold is deleted).

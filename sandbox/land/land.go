@@ -178,9 +178,8 @@ func roomFor(projectFD int, decisions []Decision, rename bool) error {
 	return nil
 }
 
-// copiedBytes is what the landing's copies occupy: a copy keeps a sparse file's holes, so
-// a file counts what it occupies in the layer, never more than its size, and a block for
-// its inode and last partial block.
+// copiedBytes is what the landing's copies write: a copy keeps a sparse file's holes, so
+// a file counts its data, and a block for its inode and last partial block.
 func copiedBytes(decisions []Decision, rename bool) int64 {
 	var need int64
 	for _, decision := range decisions {
@@ -188,7 +187,7 @@ func copiedBytes(decisions []Decision, rename bool) int64 {
 		if decision.Action != Apply || entry.Kind != KindFile || rename && entry.Nlink == 1 {
 			continue
 		}
-		need += min(entry.Size, entry.Allocated) + 4096
+		need += entry.Data + 4096
 	}
 	return need
 }

@@ -163,11 +163,15 @@ func (w *walker) entry(dirFD int, name, path string, fresh bool, projectDir int)
 	} else if err := unix.Fstatat(dirFD, name, &stat, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return Entry{}, fmt.Errorf("inspecting the layer at %s: %w", path, err)
 	}
-	entry := Entry{Path: path, Mode: stat.Mode & 0o7777, Gid: stat.Gid, Nlink: uint64(stat.Nlink), Size: stat.Size, Allocated: stat.Blocks * 512}
+	entry := Entry{Path: path, Mode: stat.Mode & 0o7777, Gid: stat.Gid, Nlink: uint64(stat.Nlink), Size: stat.Size}
 	switch stat.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		// Metacopy and xattr whiteouts only refer to a lower entry: none below a new directory.
 		entry.Kind = KindFile
+		entry.Data = stat.Size
+		if stat.Blocks*512 < stat.Size { // holes, or a file system that compresses
+			entry.Data = dataBytes(dirFD, name, stat.Size)
+		}
 		if !fresh {
 			attrs, err := xattrNames(dirFD, name)
 			if err != nil {
@@ -408,4 +412,34 @@ func orRoot(rel string) string {
 		return "the project's top"
 	}
 	return rel
+}
+
+// dataBytes is how much of name's size its data extents cover (SEEK_DATA, SEEK_HOLE):
+// less than size only for holes. A compressing file system reports fewer blocks than
+// bytes without any hole, so the blocks alone would undercount what a copy writes. A
+// file that cannot be opened counts whole.
+func dataBytes(dirFD int, name string, size int64) int64 {
+	fd, err := unix.Openat(dirFD, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return size
+	}
+	defer unix.Close(fd)
+	var data int64
+	for offset := int64(0); offset < size; {
+		start, err := unix.Seek(fd, offset, unix.SEEK_DATA)
+		if err == unix.ENXIO {
+			break
+		}
+		if err != nil {
+			return size
+		}
+		end, err := unix.Seek(fd, start, unix.SEEK_HOLE)
+		if err != nil {
+			return size
+		}
+		end = min(end, size)
+		data += end - start
+		offset = end
+	}
+	return data
 }

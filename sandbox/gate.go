@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/sandbox/land"
 	"golang.org/x/sys/unix"
 )
 
@@ -374,23 +376,34 @@ func verifyOverlay(fd int, want expectation) error {
 	// same before and after the sandbox's. A swapped lower layer stays swapped, so a
 	// mismatch is looked at again a few times before it refuses the run; at 16 runs of
 	// one project at once, 3 in 64 were refused on one look.
+	// bwrapkit's own landings (runs of this project, or of one nested in it, ending) wait
+	// while the two are compared; other writers do not, hence the looks.
+	release := land.HoldLandings(filepath.Dir(want.upper), landingWaitBound)
+	defer release()
 	var mismatch error
+	pause := time.Millisecond
 	for look := range overlayLooks {
 		if look > 0 {
-			time.Sleep(overlayLookPause)
+			time.Sleep(pause)
+			pause *= 2
 		}
+		changing := fmt.Errorf("%s kept changing while the sandbox was checked (%d looks); run again when it is still", want.path, overlayLooks)
 		before, err := entryInodes(int(want.lower.Fd()))
+		if errors.Is(err, unix.ENOENT) {
+			mismatch = changing // an entry went between the listing and its stat
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("%s cannot be listed: %w", want.path, err)
 		}
 		inside, insideErr := entryInodes(fd)
 		after, err := entryInodes(int(want.lower.Fd()))
-		if err != nil {
+		if err != nil && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("%s cannot be listed: %w", want.path, err)
 		}
 		switch {
-		case !maps.Equal(before, after):
-			mismatch = fmt.Errorf("%s kept changing while the sandbox was checked (%d looks); run again when it is still", want.path, overlayLooks)
+		case err != nil || !maps.Equal(before, after):
+			mismatch = changing
 		case insideErr != nil:
 			mismatch = fmt.Errorf("inside the sandbox, %s cannot be listed: %w", want.path, insideErr)
 		default:
@@ -402,11 +415,12 @@ func verifyOverlay(fd int, want expectation) error {
 	return mismatch
 }
 
-// overlayLooks bounds how many times verifyOverlay lists the two sides, overlayLookPause
-// apart, before a difference refuses the run.
+// overlayLooks bounds how many times verifyOverlay lists the two sides (1, 2, 4, ... ms
+// apart: 127 ms in all) before a difference refuses the run; landingWaitBound, how long
+// it waits for a landing under way before it looks without holding landings off.
 const (
-	overlayLooks     = 5
-	overlayLookPause = 2 * time.Millisecond
+	overlayLooks     = 8
+	landingWaitBound = 2 * time.Second
 )
 
 // sameEntries: the overlay shows, name for name and inode for inode, the checked

@@ -129,7 +129,7 @@ func (t *transaction) finish(ctx context.Context, result Result, runErr error) e
 		bounds.Entries = t.policy.LandMaxEntries
 	}
 	t.landed, t.landErr = land.Land(t.layer, int(t.project.Fd()), land.Options{
-		Rules:     t.rules(),
+		MakeRules: t.rules,
 		Bounds:    bounds,
 		Verify:    t.verifyGit,
 		Chown:     os.Geteuid() == 0,

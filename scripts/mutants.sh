@@ -402,10 +402,22 @@ test: ./sandbox/land TestNewLayerBesideASweep
 what: a sweep never locks a layer being made (the run's own lock would fail)
 
 file: sandbox/land/land.go
-line: unlock, err := lockLandings(filepath.Dir(layer.Dir), opts.Interrupt)
-into: unlock, err := func() {}, error(nil); _ = filepath.Dir
+line: unlock, err := lockLandings(LandingsLock(layer.Dir), opts.Interrupt)
+into: unlock, err := func() {}, error(nil)
 test: ./sandbox/land TestLandWaitsForTheProjectsOtherLanding
 what: one landing at a time per project, each against the project the one before left
+
+file: sandbox/land/land.go
+line: func LandingsLock(layerDir string) string { return filepath.Dir(filepath.Dir(layerDir)) }
+into: func LandingsLock(layerDir string) string { return filepath.Dir(layerDir) }
+test: ./sandbox/land TestLandWaitsForAnotherProjectsLanding
+what: landings of nested projects go one at a time (each deciding alone, they planted a repository git-shape refuses)
+
+file: sandbox/land/land.go
+line: opts.Rules = opts.MakeRules()
+into: opts.Rules = Rules{CallerGid: uint32(os.Getegid()), StartedNS: 1 << 62}
+test: ./sandbox/land TestLandMakesItsRulesUnderTheLock
+what: a landing's rules are made under its lock, reading the project as the landing before left it
 
 file: sandbox/land/land.go
 line: case <-interrupt:
@@ -414,10 +426,22 @@ test: ./sandbox/land TestLandWaitGivesUpWhenInterrupted
 what: a signal ends a run waiting for another landing of its project
 
 file: sandbox/land/land.go
-line: if decision.Action != Apply || entry.Kind != KindFile || rename && entry.Nlink == 1 {
-into: if decision.Action != Apply || entry.Kind != KindFile || rename {
-test: ./sandbox/land TestCopiedBytes
+line: case entry.Kind == KindFile && (!rename || entry.Nlink > 1):
+into: case entry.Kind == KindFile && !rename:
+test: ./sandbox/land TestLandingNeeds
 what: on the layer's file system, hard-linked files are copied, and their copies counted against free space
+
+file: sandbox/land/land.go
+line: if fs.Files > 0 && uint64(inodes) > fs.Ffree {
+into: if false {
+test: ./cmd/bwrapkit TestLiveNewEntriesBeyondTheDiskLandNothing
+what: a landing whose new entries need more inodes than are free lands nothing
+
+file: sandbox/land/land.go
+line: case entry.Kind == KindSymlink:
+into: case false:
+test: ./sandbox/land TestLandingNeeds
+what: symlinks a landing makes are counted against free space and inodes
 
 file: sandbox/land/walk.go
 line: entry.Data = dataBytes(dirFD, name, stat.Size)
@@ -430,6 +454,18 @@ line: if err := copyData(target, source); err != nil {
 into: if _, err := io.Copy(target, source); err != nil {
 test: ./sandbox/land TestLandHardLinkedSparseFileKeepsItsHoles
 what: a copied sparse file keeps its holes
+
+file: sandbox/gate.go
+line: release := land.HoldLandings(filepath.Dir(want.upper), landingWaitBound)
+into: release := func() {}; _ = filepath.Dir; _ = land.HoldLandings
+test: ./sandbox TestVerifyOverlayWaitsForALanding
+what: the gate compares the overlay with its project while no landing of the caller runs (a landing mid-comparison left the overlay stale)
+
+file: sandbox/land/layer.go
+line: unix.Lstat(path, &named) == nil && named.Dev == held.Dev && named.Ino == held.Ino
+into: unix.Lstat(path, &named) == nil
+test: ./sandbox/land TestStillNamed
+what: a sweep never takes a layer its run removed, or another at its name, for a killed run's
 
 file: sandbox/gate.go
 line: if len(inside) != len(checked) {

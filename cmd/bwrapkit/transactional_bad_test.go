@@ -84,49 +84,63 @@ func TestLiveFullProjectFileSystemLandsNothing(t *testing.T) {
 	landsNothing(t, bwrap, project, home, `echo new > kept; head -c 2097152 /dev/zero > big; echo small > small`, "free")
 }
 
-// TestLiveHardLinksBeyondTheDiskLandNothing: project and layer share a 16 MiB tmpfs, so
+// TestLiveNewEntriesBeyondTheDiskLandNothing: project and layer share a small tmpfs, so
 // files move in one rename, except a file with hard links, which lands as a copy per
-// name. A command's 4 MiB file under three names needs 12 MiB of copies, more than is
-// free: nothing lands, and the disk is not filled. (The landing before copied without
-// looking, stopped at the full disk with the first names landed, and left it full.) A
-// sparse 1 GiB file under two names fits, and lands as two sparse files.
-func TestLiveHardLinksBeyondTheDiskLandNothing(t *testing.T) {
+// name; symlinks are made anew. A landing whose new entries need more bytes or inodes
+// than are free lands nothing, and the disk is not filled. (The landing before counted
+// nothing on one file system: it stopped at the full disk with the first names landed,
+// and left it full.) A sparse 1 GiB file under two names fits, and lands as two sparse
+// files.
+func TestLiveNewEntriesBeyondTheDiskLandNothing(t *testing.T) {
 	bwrap := staticBwrap(t)
 	if os.Geteuid() != 0 {
 		t.Skip("mounting the size-limited tmpfs needs root")
 	}
-	base := livetest.TempDir(t)
-	os.Chmod(base, 0o755)
-	disk := filepath.Join(base, "disk")
-	if err := os.Mkdir(disk, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", disk).CombinedOutput(); err != nil {
+	t.Run("hard-linked bytes", func(t *testing.T) {
+		project, home := smallDisk(t, "size=16m")
+		landsNothing(t, bwrap, project, home, `echo new > kept; head -c 4194304 /dev/urandom > big; ln big big2; ln big big3; echo small > small`, "bytes")
+		status, _, stderr := runIn(t, nil, project, home, "run", "--workdir", project, "--bwrap", bwrap, "--", "sh", "-c", `truncate -s 1G sparse && ln sparse sparse2`)
+		if status != 0 {
+			t.Fatalf("the sparse file's run: exit %d\n%s", status, stderr)
+		}
+		for _, name := range []string{"sparse", "sparse2"} {
+			var stat unix.Stat_t
+			if err := unix.Stat(filepath.Join(project, name), &stat); err != nil {
+				t.Fatalf("%s did not land: %v", name, err)
+			}
+			if stat.Size != 1<<30 || stat.Nlink != 1 || stat.Blocks*512 > 1<<20 {
+				t.Errorf("%s: size %d, %d links, %d bytes occupied; want 1 GiB of holes, a file of its own", name, stat.Size, stat.Nlink, stat.Blocks*512)
+			}
+		}
+		removeLayers(t, home)
+	})
+	t.Run("long symlinks", func(t *testing.T) {
+		project, home := smallDisk(t, "size=16m")
+		landsNothing(t, bwrap, project, home, `echo new > kept; t=$(head -c 3000 /dev/zero | tr '\0' x); for i in $(seq 2500); do ln -s $t s$i; done`, "bytes")
+	})
+	t.Run("hard-linked inodes", func(t *testing.T) {
+		project, home := smallDisk(t, "size=16m,nr_inodes=400")
+		landsNothing(t, bwrap, project, home, `echo new > kept; echo one > f; for i in $(seq 300); do ln f f$i; done`, "inodes")
+	})
+}
+
+// smallDisk mounts a tmpfs with options for one test, holding its project and the HOME
+// whose cache holds the layers (one file system: files land by rename).
+func smallDisk(t *testing.T, options string) (project, home string) {
+	t.Helper()
+	disk := livetest.TempDir(t)
+	os.Chmod(disk, 0o755)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", options+",mode=0755", "tmpfs", disk).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", disk).Run() })
-	project, home := filepath.Join(disk, "project"), filepath.Join(disk, "home")
+	project, home = filepath.Join(disk, "project"), filepath.Join(disk, "home")
 	for _, dir := range []string{project, home} {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	landsNothing(t, bwrap, project, home, `echo new > kept; head -c 4194304 /dev/urandom > big; ln big big2; ln big big3; echo small > small`, "hard links")
-
-	status, _, stderr := runIn(t, nil, project, home, "run", "--workdir", project, "--bwrap", bwrap, "--", "sh", "-c", `truncate -s 1G sparse && ln sparse sparse2`)
-	if status != 0 {
-		t.Fatalf("the sparse file's run: exit %d\n%s", status, stderr)
-	}
-	for _, name := range []string{"sparse", "sparse2"} {
-		var stat unix.Stat_t
-		if err := unix.Stat(filepath.Join(project, name), &stat); err != nil {
-			t.Fatalf("%s did not land: %v", name, err)
-		}
-		if stat.Size != 1<<30 || stat.Nlink != 1 || stat.Blocks*512 > 1<<20 {
-			t.Errorf("%s: size %d, %d links, %d bytes occupied; want 1 GiB of holes, a file of its own", name, stat.Size, stat.Nlink, stat.Blocks*512)
-		}
-	}
-	removeLayers(t, home)
+	return project, home
 }
 
 // landsNothing runs script, which writes the project's file kept and more, in project
@@ -143,7 +157,7 @@ func landsNothing(t *testing.T, bwrap, project, home, script, cause string) {
 	}
 	entries, _ := os.ReadDir(project)
 	if len(entries) != 1 {
-		t.Errorf("the project holds %d entries, want only kept: %v", len(entries), entries)
+		t.Errorf("the project holds %d entries, want only kept: %v", len(entries), entries[:min(len(entries), 5)])
 	}
 	if got, _ := os.ReadFile(filepath.Join(project, "kept")); string(got) != "old\n" {
 		t.Errorf("kept = %q", got)

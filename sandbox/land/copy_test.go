@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -64,26 +65,36 @@ func TestLandHardLinkedSparseFileKeepsItsHoles(t *testing.T) {
 	}
 }
 
-// TestCopiedBytes: what a landing copies, counted against the project's free space. On
-// the layer's own file system only a file with hard links is copied (the rest move), and
-// a file counts its data (its size less its holes).
-func TestCopiedBytes(t *testing.T) {
-	file := func(nlink uint64, size, data int64) Decision {
-		return Decision{Action: Apply, Entry: Entry{Kind: KindFile, Nlink: nlink, Size: size, Data: data}}
+// TestLandingNeeds: what a landing's new entries take, counted against the project's free
+// bytes and inodes. On the layer's own file system a file moves by rename, unless it has
+// hard links (each name is copied), and a new directory whose every entry is accepted
+// moves whole; symlinks and other new directories are made anew either way. A file counts
+// its data (its size less its holes) and a block.
+func TestLandingNeeds(t *testing.T) {
+	file := func(path string, nlink uint64, size, data int64) Decision {
+		return Decision{Action: Apply, Entry: Entry{Path: path, Kind: KindFile, Nlink: nlink, Size: size, Data: data}}
 	}
 	decisions := []Decision{
-		file(1, 1000, 1000),   // moves on one file system
-		file(3, 1<<20, 1<<20), // a name of a linked file
-		file(3, 1<<30, 8192),  // sparse, linked
-		file(1, 10, 0),        // refused below
-		{Action: Apply, Entry: Entry{Kind: KindDir, Size: 4096}},
+		file("a", 1, 1000, 1000),                                // moves on one file system
+		file("b", 3, 1<<20, 1<<20),                              // a name of a linked file
+		file("c", 3, 1<<30, 8192),                               // sparse, linked
+		file("refused", 1, 10, 10),                              // refused below
+		{Action: Apply, Entry: Entry{Path: "d", Kind: KindDir}}, // new, not whole
+		{Action: Apply, Entry: Entry{Path: "old", Kind: KindDir, Lower: Lower{Kind: KindDir}}},
+		{Action: Apply, Whole: true, Entry: Entry{Path: "w", Kind: KindDir}},
+		file("w/inside", 2, 5000, 5000), // moves with w on one file system
+		{Action: Apply, Entry: Entry{Path: "short", Kind: KindSymlink, Target: "a"}},
+		{Action: Apply, Entry: Entry{Path: "long", Kind: KindSymlink, Target: strings.Repeat("x", 61)}},
 	}
 	decisions[3].Action = Refuse
-	if got, want := copiedBytes(decisions, true), int64(1<<20+4096+8192+4096); got != want {
-		t.Errorf("same file system: %d, want %d", got, want)
+	const block = 4096
+	links := int64(1<<20+block) + 8192 + block
+	if bytes, inodes := landingNeeds(decisions, true); bytes != links+block+block || inodes != 2+1+2 {
+		t.Errorf("same file system: %d bytes, %d inodes; want %d, 5", bytes, inodes, links+2*block)
 	}
-	if got, want := copiedBytes(decisions, false), int64(1000+4096+1<<20+4096+8192+4096); got != want {
-		t.Errorf("another file system: %d, want %d", got, want)
+	copied := links + 1000 + block + block + block + 5000 + block + block
+	if bytes, inodes := landingNeeds(decisions, false); bytes != copied || inodes != 8 {
+		t.Errorf("another file system: %d bytes, %d inodes; want %d, 8", bytes, inodes, copied)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/bwrapkit/bwrapkit/internal/layerdir"
 	"golang.org/x/sys/unix"
@@ -23,8 +24,12 @@ type Outcome struct {
 
 // Options are a landing's inputs besides the layer and the project.
 type Options struct {
-	Rules  Rules
-	Bounds Bounds
+	Rules Rules
+	// MakeRules, when set, gives the rules once the landing lock is held, in place of
+	// Rules: what they read of the project (its current branch, whether a name exists)
+	// is then as the landings before this one left it.
+	MakeRules func() Rules
+	Bounds    Bounds
 	// Verify fills in Entry.GitOK for the entries under a commit-mode .git (it runs the
 	// host's git); nil leaves them unverified, so they are refused.
 	Verify func(upper string, entries []Entry)
@@ -48,15 +53,18 @@ func Land(layer *Layer, projectFD int, opts Options) (Outcome, error) {
 	if bounds.Entries == 0 {
 		bounds = DefaultBounds()
 	}
-	// One landing at a time per project, from its walk to its last change: each is
-	// decided against the project as the landings before it left it. Runs of one project
-	// at once landed over each other (a new directory both made: the second stopped,
-	// "file exists", and kept the rest unlanded).
-	unlock, err := lockLandings(filepath.Dir(layer.Dir), opts.Interrupt)
+	// One landing at a time, from its walk to its last change: each is decided against
+	// the project as the landings before it left it. Runs of one project at once landed
+	// over each other (a new directory both made: the second stopped, "file exists", and
+	// kept the rest unlanded).
+	unlock, err := lockLandings(LandingsLock(layer.Dir), opts.Interrupt)
 	if err != nil {
 		return keepWhole(layer, err)
 	}
 	defer unlock()
+	if opts.MakeRules != nil {
+		opts.Rules = opts.MakeRules()
+	}
 	entries, err := Walk(upper, projectFD, bounds)
 	if err != nil {
 		return keepWhole(layer, err)
@@ -84,6 +92,9 @@ func Land(layer *Layer, projectFD int, opts Options) (Outcome, error) {
 	}
 	if applyErr != nil {
 		outcome.Quarantine, _ = layer.Quarantine(outcome.Refused, "landing stopped: "+applyErr.Error())
+		if outcome.Quarantine == "" {
+			outcome.Quarantine = layer.Dir // not renamed: kept where it is, marked as landing
+		}
 		return outcome, applyErr
 	}
 	if len(outcome.Refused) == 0 {
@@ -93,8 +104,46 @@ func Land(layer *Layer, projectFD int, opts Options) (Outcome, error) {
 	return outcome, err
 }
 
-// lockLandings waits for the project's landing lock (root, the directory of its layers,
-// locked exclusively) and returns its release. The lock is the kernel's: it goes with a
+// LandingsLock is the directory whose flock a landing of the layer at layerDir holds:
+// the caller's root of every project's layers (layerDir is <root>/<project>/run-ID), not
+// the project's own. Projects nest (a run in P and one in P/sub, a repository and its
+// submodule), and landings that each decide against their own project's lock raced in
+// the shared tree: each landed half of what git-shape refuses whole (HEAD, objects/ and
+// config from one run, refs/ from the other), and git took the directory for a
+// repository. So a caller's landings go one at a time, whatever their projects.
+func LandingsLock(layerDir string) string { return filepath.Dir(filepath.Dir(layerDir)) }
+
+// HoldLandings keeps the caller's landings (see LandingsLock) from starting while a
+// sandbox's view of a project is compared with the project: it takes the landings lock
+// shared, waiting at most bound for a landing under way to end, and returns its release.
+// A landing that outlasts the bound (one that copies gigabytes) is not waited out: the
+// release is then a no-op, and the comparison is made with the project changing under
+// it, as before there was a lock. overlayfs does not look at a lower layer again once it
+// has looked an entry up, so a file another run landed in the middle of the comparison
+// left the sandbox showing the old one, and every later look refused the run as a
+// swapped path.
+func HoldLandings(layerDir string, bound time.Duration) (release func()) {
+	dir, err := layerdir.Open(LandingsLock(layerDir))
+	if err != nil {
+		return func() {}
+	}
+	fd := int(dir.Fd())
+	pause := time.Millisecond
+	for deadline := time.Now().Add(bound); ; pause = min(2*pause, 16*time.Millisecond) {
+		err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+		if err == nil {
+			return func() { dir.Close() }
+		}
+		if err != unix.EWOULDBLOCK && err != unix.EINTR || time.Now().Add(pause).After(deadline) {
+			dir.Close()
+			return func() {}
+		}
+		time.Sleep(pause)
+	}
+}
+
+// lockLandings waits for the landing lock (root, locked exclusively) and returns its
+// release. The lock is the kernel's: it goes with a
 // bwrapkit that dies while holding it. The wait has no bound of its own (another run's
 // landing may copy for a while, as long as its command made it), so it gives up when
 // interrupt closes: a signal must end a run that waits, as it ends one that runs.
@@ -118,7 +167,7 @@ func lockLandings(root string, interrupt <-chan struct{}) (func(), error) {
 	case err := <-locked:
 		if err != nil {
 			release()
-			return nil, fmt.Errorf("waiting for the project's other landings: %w", err)
+			return nil, fmt.Errorf("waiting for your other landings: %w", err)
 		}
 		return release, nil
 	case <-interrupt:
@@ -128,7 +177,7 @@ func lockLandings(root string, interrupt <-chan struct{}) (func(), error) {
 			<-locked
 			release()
 		}()
-		return nil, errors.New("interrupted while waiting for another run of this project to finish landing")
+		return nil, errors.New("interrupted while waiting for another of your runs to finish landing")
 	}
 }
 
@@ -145,9 +194,9 @@ func (e *LayerError) Error() string {
 func (e *LayerError) Unwrap() error { return e.Err }
 
 func keepWhole(layer *Layer, cause error) (Outcome, error) {
-	kept, err := layer.Quarantine(nil, "not landed: "+cause.Error())
-	if err != nil {
-		kept = layer.Dir
+	kept, _ := layer.Quarantine(nil, "not landed: "+cause.Error())
+	if kept == "" {
+		kept = layer.Dir // not renamed: kept where it is
 	}
 	return Outcome{Quarantine: kept}, &LayerError{Quarantine: kept, Err: cause}
 }
@@ -157,39 +206,62 @@ func sameFileSystem(a, b int) bool {
 	return unix.Fstat(a, &sa) == nil && unix.Fstat(b, &sb) == nil && sa.Dev == sb.Dev
 }
 
-// roomFor refuses a landing whose copies the project's file system cannot hold whole.
-// Every file is copied when the layer lies on another file system; on the same one, a
-// file with hard links is (each name lands as a file of its own), so a command's one file
-// with a thousand names needs a thousand times its size. Without the check such a landing
-// stopped at the full disk, half landed, with the disk left full.
+// roomFor refuses a landing whose new entries the project's file system cannot hold
+// whole, in bytes or in inodes. Every file is copied when the layer lies on another file
+// system; on the same one, a file with hard links is (each name lands as a file of its
+// own), so a command's one file with a thousand names needs a thousand times its size and
+// a thousand inodes. Symlinks and new directories are made anew either way. Without the
+// check such a landing stopped at the full disk, half landed, and left it full.
 func roomFor(projectFD int, decisions []Decision, rename bool) error {
-	need := copiedBytes(decisions, rename)
-	if need == 0 {
+	bytes, inodes := landingNeeds(decisions, rename)
+	if bytes == 0 && inodes == 0 {
 		return nil
 	}
 	var fs unix.Statfs_t
 	if err := unix.Fstatfs(projectFD, &fs); err != nil {
 		return err
 	}
-	free := int64(fs.Bavail) * fs.Bsize
-	if need > free {
-		return fmt.Errorf("the command's changes need %d bytes of copies (every file with hard links lands as a copy per name) and the project's file system has %d free: free space there and run it again", need, free)
+	const why = "every file with hard links lands as a copy per name"
+	if free := int64(fs.Bavail) * fs.Bsize; bytes > free {
+		return fmt.Errorf("the command's changes need %d bytes of new files (%s) and the project's file system has %d free: free space there and run it again", bytes, why, free)
+	}
+	// A file system that makes inodes as it goes (btrfs) reports none in all.
+	if fs.Files > 0 && uint64(inodes) > fs.Ffree {
+		return fmt.Errorf("the command's changes need %d new inodes (%s) and the project's file system has %d free: free some there and run it again", inodes, why, fs.Ffree)
 	}
 	return nil
 }
 
-// copiedBytes is what the landing's copies write: a copy keeps a sparse file's holes, so
-// a file counts its data, and a block for its inode and last partial block.
-func copiedBytes(decisions []Decision, rename bool) int64 {
-	var need int64
+// landingNeeds is what a landing's new entries take (pure): the bytes and inodes of
+// every file it copies (a copy keeps a sparse file's holes, so a file counts its data,
+// plus a block for its last part), symlink (a block when its target does not fit in the
+// inode) and new directory (a block). What moves by rename, a file or a new directory
+// with everything in it, takes nothing new.
+func landingNeeds(decisions []Decision, rename bool) (bytes, inodes int64) {
+	const block = 4096
+	var moved []string // new directories that land whole by one rename
 	for _, decision := range decisions {
 		entry := decision.Entry
-		if decision.Action != Apply || entry.Kind != KindFile || rename && entry.Nlink == 1 {
+		if _, inside := underAny(entry.Path, moved); inside || decision.Action != Apply {
 			continue
 		}
-		need += entry.Data + 4096
+		switch {
+		case entry.Kind == KindDir && entry.Lower.Kind == KindDir:
+			// a mode change, or a directory whose contents land one by one
+		case entry.Kind == KindDir && rename && decision.Whole:
+			moved = append(moved, entry.Path)
+		case entry.Kind == KindDir:
+			bytes, inodes = bytes+block, inodes+1
+		case entry.Kind == KindFile && (!rename || entry.Nlink > 1):
+			bytes, inodes = bytes+entry.Data+block, inodes+1
+		case entry.Kind == KindSymlink:
+			inodes++
+			if len(entry.Target) > 60 {
+				bytes += block
+			}
+		}
 	}
-	return need
+	return bytes, inodes
 }
 
 // Quarantined is how a stderr line names a kept layer.

@@ -20,9 +20,9 @@ func fixture(t testing.TB) (layer *Layer, project string, projectFD int) {
 	t.Helper()
 	base := t.TempDir()
 	project = filepath.Join(base, "project")
-	root := filepath.Join(base, "layers")
+	root := filepath.Join(base, "layers", "project") // as <caller's layers>/<project>
 	for _, dir := range []string{project, root} {
-		if err := os.Mkdir(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -398,7 +398,7 @@ func TestNewLayerBesideASweep(t *testing.T) {
 func TestLandWaitsForTheProjectsOtherLanding(t *testing.T) {
 	layer, project, fd := fixture(t)
 	write(t, filepath.Join(layer.Upper, "d", "mine"), "mine\n")
-	other, err := lockLandings(filepath.Dir(layer.Dir), nil)
+	other, err := lockLandings(LandingsLock(layer.Dir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,6 +425,45 @@ func TestLandWaitsForTheProjectsOtherLanding(t *testing.T) {
 	}
 }
 
+// TestLandWaitsForAnotherProjectsLanding: projects nest (a run in P, one in P/sub), so a
+// landing waits for the caller's landing of any project, not only its own: the lock is
+// the caller's layers root, above every project's layers.
+func TestLandWaitsForAnotherProjectsLanding(t *testing.T) {
+	layer, project, fd := fixture(t)
+	write(t, filepath.Join(layer.Upper, "mine"), "mine\n")
+	nested := filepath.Join(filepath.Dir(filepath.Dir(layer.Dir)), "project-sub")
+	if err := os.Mkdir(nested, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := NewLayer(nested)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer theirs.Discard()
+	other, err := lockLandings(LandingsLock(theirs.Dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	landed := make(chan error, 1)
+	go func() {
+		_, err := Land(layer, fd, Options{Rules: Rules{CallerGid: uint32(os.Getegid()), StartedNS: 1 << 62}})
+		landed <- err
+	}()
+	select {
+	case err := <-landed:
+		other()
+		t.Fatalf("landed while the nested project's landing held the lock (%v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	other()
+	if err := <-landed; err != nil {
+		t.Fatalf("landing after the other: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(project, "mine")); err != nil {
+		t.Errorf("mine did not land after the other landing: %v", err)
+	}
+}
+
 // TestLandWaitGivesUpWhenInterrupted: a landing waiting for another of the project stops
 // waiting when its caller is interrupted (another run's command decides how long that
 // landing copies, and a signal must end a run that waits): nothing lands, the layer is
@@ -432,7 +471,7 @@ func TestLandWaitsForTheProjectsOtherLanding(t *testing.T) {
 func TestLandWaitGivesUpWhenInterrupted(t *testing.T) {
 	layer, project, fd := fixture(t)
 	write(t, filepath.Join(layer.Upper, "mine"), "mine\n")
-	root := filepath.Dir(layer.Dir)
+	root := LandingsLock(layer.Dir)
 	other, err := lockLandings(root, nil)
 	if err != nil {
 		t.Fatal(err)

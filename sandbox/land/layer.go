@@ -82,8 +82,11 @@ func (l *Layer) Discard() error {
 	return err
 }
 
-// Quarantine renames the layer to Root/quarantine-ID and writes its REFUSED list; it
-// returns the new path. The lock goes with it, released.
+// Quarantine renames the layer to Root/quarantine-ID and writes its REFUSED list there;
+// it returns the new path. The lock goes with it, released. The rename comes first: it
+// needs no space, and a landing stopped by a full disk must still be kept and named (it
+// was neither, when the list was written first and failed). The list is then written as
+// far as it can be: the error says what is missing, the path is still the layer's.
 func (l *Layer) Quarantine(refused []Decision, cause string) (string, error) {
 	var list strings.Builder
 	if cause != "" {
@@ -92,14 +95,14 @@ func (l *Layer) Quarantine(refused []Decision, cause string) (string, error) {
 	for _, decision := range refused {
 		fmt.Fprintf(&list, "%s\t%s\n", decision.Rule, Printable(orRoot(decision.Entry.Path)))
 	}
-	if err := os.WriteFile(filepath.Join(l.Dir, RefusedList), []byte(list.String()), 0o600); err != nil {
-		return "", err
-	}
 	dest := filepath.Join(filepath.Dir(l.Dir), quarantinePrefix+strings.TrimPrefix(filepath.Base(l.Dir), runPrefix))
 	if err := os.Rename(l.Dir, dest); err != nil {
 		return "", err
 	}
 	l.lock.Close()
+	if err := os.WriteFile(filepath.Join(dest, RefusedList), []byte(list.String()), 0o600); err != nil {
+		return dest, fmt.Errorf("writing the list of what was not landed: %w", err)
+	}
 	return dest, nil
 }
 
@@ -138,6 +141,10 @@ func Abandoned(root string, project int, keep bool) ([]AbandonedLayer, error) {
 		if err != nil {
 			continue // a live run's, gone meanwhile, or not ours
 		}
+		if !stillNamed(lock, dir) {
+			lock.Close()
+			continue // its run discarded it between the open and the lock
+		}
 		cleanJournal(filepath.Join(dir, journalName), project)
 		_, landingErr := os.Lstat(filepath.Join(dir, landingName))
 		midLanding := landingErr == nil
@@ -158,6 +165,16 @@ func Abandoned(root string, project int, keep bool) ([]AbandonedLayer, error) {
 		found = append(found, AbandonedLayer{Dir: dir, MidLanding: midLanding})
 	}
 	return found, nil
+}
+
+// stillNamed reports whether the directory locked through lock is still the one at
+// path. A run's Discard removes its layer and only then lets its lock go, so a sweep that
+// opened the layer before the removal gets the lock of a directory no longer there: it
+// reported a run that ended well as killed before it landed (1 in about 400 runs at once).
+func stillNamed(lock *os.File, path string) bool {
+	var held, named unix.Stat_t
+	return unix.Fstat(int(lock.Fd()), &held) == nil && held.Nlink > 0 &&
+		unix.Lstat(path, &named) == nil && named.Dev == held.Dev && named.Ino == held.Ino
 }
 
 // BeginLanding marks the layer as landing (see landingName), before the first change

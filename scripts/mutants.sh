@@ -419,6 +419,12 @@ into: opts.Rules = Rules{CallerGid: uint32(os.Getegid()), StartedNS: 1 << 62}
 test: ./sandbox/land TestLandMakesItsRulesUnderTheLock
 what: a landing's rules are made under its lock, reading the project as the landing before left it
 
+file: sandbox/land/decide.go
+line: return s.dir != "" && len(p) > len(s.dir) && p[len(s.dir)] == '/' && p[:len(s.dir)] == s.dir
+into: return s.dir != "" && len(p) > len(s.dir) && p[:len(s.dir)] == s.dir
+test: ./sandbox/land TestRefuseInsideFollowsTheWalk
+what: what a refused new directory holds is refused with it, and nothing beside it
+
 file: sandbox/land/land.go
 line: case <-interrupt:
 into: case <-make(chan struct{}):

@@ -50,10 +50,10 @@ func (a *Applier) Apply(decisions []Decision) (Changes, error) {
 		}
 	}()
 	var changes Changes
-	var wholeDirs []string
+	var moved subtree // the last new directory that moved whole
 	for _, decision := range decisions {
 		entry := decision.Entry
-		if dir, inside := underAny(entry.Path, wholeDirs); inside && dir != entry.Path {
+		if moved.holds(entry.Path) {
 			if entry.Kind != KindDir {
 				changes.Added++
 			}
@@ -66,7 +66,7 @@ func (a *Applier) Apply(decisions []Decision) (Changes, error) {
 			return changes, fmt.Errorf("landing %s: %w", orRoot(entry.Path), err)
 		}
 		if decision.Whole && a.Rename {
-			wholeDirs = append(wholeDirs, entry.Path)
+			moved = subtree{entry.Path}
 		}
 		switch {
 		case entry.Kind == KindWhiteout:

@@ -87,17 +87,31 @@ func keepBranches(decisions []Decision, current string, packed func(string) bool
 // It runs after every rule, the git shape's included (judged per directory over all of
 // its entries, after the walk), and what it refuses is not reported on its own.
 func refuseInside(decisions []Decision) {
-	var refusedDirs []string
+	var refused subtree
 	for i, decision := range decisions {
 		entry := decision.Entry
-		if dir, inside := underAny(entry.Path, refusedDirs); inside && dir != entry.Path {
+		if refused.holds(entry.Path) {
 			decisions[i].Action, decisions[i].Rule = Refuse, RuleInsideRefused
 			continue
 		}
 		if decision.Action == Refuse && entry.Kind == KindDir && entry.Lower.Kind != KindDir && entry.Path != "" {
-			refusedDirs = append(refusedDirs, entry.Path)
+			refused = subtree{entry.Path}
 		}
 	}
+}
+
+// subtree is the last directory a pass over the decisions marked (refused, or moving
+// whole), and tells the entries below it. The walk lists a directory's entries right
+// after it (depth first), and an entry inside a marked directory is never marked itself,
+// so only the last marked directory can hold the entries that follow: one comparison an
+// entry. A list of every marked directory, searched for each entry, took 47 s for
+// 120,000 entries (60,000 refused directories): minutes of the landing lock, which
+// holds every other landing of the caller.
+type subtree struct{ dir string }
+
+// holds reports whether p lies strictly below the marked directory.
+func (s subtree) holds(p string) bool {
+	return s.dir != "" && len(p) > len(s.dir) && p[len(s.dir)] == '/' && p[:len(s.dir)] == s.dir
 }
 
 func decideOne(entry Entry, rules Rules) Decision {
@@ -276,15 +290,6 @@ func escapes(linkPath, target string) bool {
 // within reports whether p is dir or lies under it ("" is the project root).
 func within(dir, p string) bool {
 	return dir == "" || p == dir || strings.HasPrefix(p, dir+"/")
-}
-
-func underAny(p string, dirs []string) (string, bool) {
-	for _, dir := range dirs {
-		if within(dir, p) {
-			return dir, true
-		}
-	}
-	return "", false
 }
 
 func isHex(s string, n int) bool {

@@ -239,17 +239,17 @@ func roomFor(projectFD int, decisions []Decision, rename bool) error {
 // with everything in it, takes nothing new.
 func landingNeeds(decisions []Decision, rename bool) (bytes, inodes int64) {
 	const block = 4096
-	var moved []string // new directories that land whole by one rename
+	var moved subtree // the last new directory that lands whole by one rename
 	for _, decision := range decisions {
 		entry := decision.Entry
-		if _, inside := underAny(entry.Path, moved); inside || decision.Action != Apply {
+		if moved.holds(entry.Path) || decision.Action != Apply {
 			continue
 		}
 		switch {
 		case entry.Kind == KindDir && entry.Lower.Kind == KindDir:
 			// a mode change, or a directory whose contents land one by one
 		case entry.Kind == KindDir && rename && decision.Whole:
-			moved = append(moved, entry.Path)
+			moved = subtree{entry.Path}
 		case entry.Kind == KindDir:
 			bytes, inodes = bytes+block, inodes+1
 		case entry.Kind == KindFile && (!rename || entry.Nlink > 1):

@@ -562,7 +562,13 @@ func printLanding(opts *runOptions, result sandbox.Result) {
 	if result.WorkdirMode != sandbox.WorkdirTransactional || !result.Started {
 		return
 	}
-	for _, refused := range result.Refused {
+	for i, refused := range result.Refused {
+		if i == refusedLinesShown {
+			// A command can leave a quarter of a million refused entries; the quarantine's
+			// REFUSED file and the report list every one.
+			fmt.Fprintf(opts.Err, "bwrapkit: ... and %d more refused (all of them in %s)\n", len(result.Refused)-i, filepath.Join(result.Quarantine, land.RefusedList))
+			break
+		}
 		fmt.Fprintf(opts.Err, "bwrapkit: refused %s: %s\n", land.Printable(refused.Path), refusalText(refused.Rule))
 	}
 	if len(result.Refused) > 0 {
@@ -574,6 +580,9 @@ func printLanding(opts *runOptions, result sandbox.Result) {
 		fmt.Fprintf(opts.Err, "bwrapkit: nothing landed; the command's changes are kept in %s\n", result.Quarantine)
 	}
 }
+
+// refusedLinesShown bounds the refused entries named one to a line on stderr.
+const refusedLinesShown = 100
 
 // refusalText explains a landing rule in a few words.
 func refusalText(rule string) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,5 +192,21 @@ func TestPrintLandingSaysWhatAStoppedLandingLanded(t *testing.T) {
 		if stderr.String() != c.want {
 			t.Errorf("%+v: %q, want %q", c.changes, stderr.String(), c.want)
 		}
+	}
+}
+
+// TestPrintLandingBoundsTheRefusedLines: stderr names the first 100 refused entries and
+// says where all of them are listed; a command's 30,000 refused directories printed
+// 30,000 lines.
+func TestPrintLandingBoundsTheRefusedLines(t *testing.T) {
+	var refused []sandbox.Refusal
+	for i := range 150 {
+		refused = append(refused, sandbox.Refusal{Path: fmt.Sprintf("d%d", i), Rule: "world-writable"})
+	}
+	var stderr strings.Builder
+	printLanding(&runOptions{streams: streams{Err: &stderr}}, sandbox.Result{WorkdirMode: sandbox.WorkdirTransactional, Started: true, Refused: refused, Quarantine: "/q"})
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	if len(lines) != 102 || lines[100] != "bwrapkit: ... and 50 more refused (all of them in /q/REFUSED)" || !strings.HasPrefix(lines[99], "bwrapkit: refused d99: ") {
+		t.Errorf("%d lines; 99 to 101:\n%s", len(lines), strings.Join(lines[min(99, len(lines)):], "\n"))
 	}
 }

@@ -1338,13 +1338,13 @@ test: ./sandbox/land TestDecideRefusesSymlinksThroughGit
 what: a symlink resolving through any .git is refused
 
 file: sandbox/land/decide.go
-line: if dir, inside := underAny(entry.Path, refusedDirs); inside && dir != entry.Path {
-into: if dir, inside := underAny(entry.Path, refusedDirs); false && inside && dir != entry.Path {
+line: if refused.holds(entry.Path) {
+into: if false && refused.holds(entry.Path) {
 test: ./sandbox/land TestDecideRefusesWhatLiesInARefusedDirectory
 what: what lies in a refused new directory is refused with it
 
 file: sandbox/land/decide.go
-line: refusedDirs = append(refusedDirs, entry.Path)
+line: refused = subtree{entry.Path}
 into: -
 test: ./sandbox/land TestDecideRefusesWhatLiesInARefusedDirectory
 what: a refused new directory is remembered for what lies in it

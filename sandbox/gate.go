@@ -378,6 +378,7 @@ func verifyOverlay(fd int, want expectation) error {
 	// one project at once, 3 in 64 were refused on one look.
 	// bwrapkit's own landings (runs of this project, or of one nested in it, ending) wait
 	// while the two are compared; other writers do not, hence the looks.
+	acrossFS := upper.Dev != lower.Dev
 	release := land.HoldLandings(filepath.Dir(want.upper), landingWaitBound)
 	defer release()
 	var mismatch error
@@ -388,7 +389,7 @@ func verifyOverlay(fd int, want expectation) error {
 			pause *= 2
 		}
 		changing := fmt.Errorf("%s kept changing while the sandbox was checked (%d looks); run again when it is still", want.path, overlayLooks)
-		before, err := entryInodes(int(want.lower.Fd()))
+		before, err := entryInodes(int(want.lower.Fd()), acrossFS)
 		if errors.Is(err, unix.ENOENT) {
 			mismatch = changing // an entry went between the listing and its stat
 			continue
@@ -396,8 +397,8 @@ func verifyOverlay(fd int, want expectation) error {
 		if err != nil {
 			return fmt.Errorf("%s cannot be listed: %w", want.path, err)
 		}
-		inside, insideErr := entryInodes(fd)
-		after, err := entryInodes(int(want.lower.Fd()))
+		inside, insideErr := entryInodes(fd, acrossFS)
+		after, err := entryInodes(int(want.lower.Fd()), acrossFS)
 		if err != nil && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("%s cannot be listed: %w", want.path, err)
 		}
@@ -407,7 +408,7 @@ func verifyOverlay(fd int, want expectation) error {
 		case insideErr != nil:
 			mismatch = fmt.Errorf("inside the sandbox, %s cannot be listed: %w", want.path, insideErr)
 		default:
-			if mismatch = sameEntries(want.path, inside, before); mismatch == nil {
+			if mismatch = sameEntries(want.path, inside, before, acrossFS); mismatch == nil {
 				return nil
 			}
 		}
@@ -424,18 +425,30 @@ const (
 )
 
 // sameEntries: the overlay shows, name for name and inode for inode, the checked
-// directory's entries and no others.
-func sameEntries(path string, inside, checked map[string]uint64) error {
+// directory's entries and no others. When the layers lie on different file systems
+// (acrossFS: a project on another disk than bwrapkit's cache) and overlayfs maps no
+// inode numbers (xino off, the default), it numbers each directory itself: a directory
+// is then known by what only the kernel sets, its birth and change times to the
+// nanosecond, with its mode and link count. Every run of a project with a subdirectory
+// there was refused as a swapped path.
+func sameEntries(path string, inside, checked map[string]entryID, acrossFS bool) error {
 	if len(inside) != len(checked) {
 		return fmt.Errorf("inside the sandbox, %s does not show the checked directory (%d entries, not %d): a path was swapped while the sandbox was built", path, len(inside), len(checked))
 	}
-	for name, ino := range checked {
+	for name, want := range checked {
 		got, ok := inside[name]
-		if !ok || !sameLowerInode(got, ino) {
+		if !ok || !sameEntry(got, want, acrossFS) {
 			return fmt.Errorf("inside the sandbox, %s/%s is not the checked directory's entry: a path was swapped while the sandbox was built", path, name)
 		}
 	}
 	return nil
+}
+
+func sameEntry(got, want entryID, acrossFS bool) bool {
+	if acrossFS && want.dir {
+		return got.dir && got.born == want.born && got.changed == want.changed && got.mode == want.mode && got.nlink == want.nlink
+	}
+	return sameLowerInode(got.ino, want.ino)
 }
 
 // sameLowerInode: overlayfs reports a lower entry's inode number as it is, or (layers
@@ -444,9 +457,20 @@ func sameLowerInode(got, want uint64) bool {
 	return got == want || want < 1<<32 && got&(1<<32-1) == want
 }
 
-// entryInodes lists a directory's entries with their inode numbers, never following a
-// symlink.
-func entryInodes(dirFD int) (map[string]uint64, error) {
+// entryID is what the gate compares of an entry.
+type entryID struct {
+	ino           uint64
+	dir           bool
+	mode          uint16
+	nlink         uint32
+	born, changed unix.StatxTimestamp
+}
+
+// entryInodes lists a directory's entries with their identities, never following a
+// symlink: the inode number, and for a directory across file systems (see sameEntries)
+// its times, mode and links. Nothing else, so the project holds still for the gate
+// when only a file's content or times change (a log being written).
+func entryInodes(dirFD int, acrossFS bool) (map[string]entryID, error) {
 	fd, err := unix.Openat(dirFD, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -457,13 +481,17 @@ func entryInodes(dirFD int) (map[string]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	inodes := make(map[string]uint64, len(names))
+	entries := make(map[string]entryID, len(names))
 	for _, name := range names {
-		var stat unix.Stat_t
-		if err := unix.Fstatat(fd, name, &stat, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		var stat unix.Statx_t
+		if err := unix.Statx(fd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS|unix.STATX_BTIME, &stat); err != nil {
 			return nil, err
 		}
-		inodes[name] = stat.Ino
+		id := entryID{ino: stat.Ino, dir: stat.Mode&unix.S_IFMT == unix.S_IFDIR}
+		if acrossFS && id.dir {
+			id.mode, id.nlink, id.born, id.changed = stat.Mode, stat.Nlink, stat.Btime, stat.Ctime
+		}
+		entries[name] = id
 	}
-	return inodes, nil
+	return entries, nil
 }

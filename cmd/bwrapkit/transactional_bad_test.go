@@ -210,3 +210,32 @@ func TestPrintLandingBoundsTheRefusedLines(t *testing.T) {
 		t.Errorf("%d lines; 99 to 101:\n%s", len(lines), strings.Join(lines[min(99, len(lines)):], "\n"))
 	}
 }
+
+// TestLiveProjectOnAnotherFileSystemRuns: the project on a tmpfs, bwrapkit's cache (and
+// so the run's layer) on another file system. overlayfs then numbers the project's
+// directories itself, and the gate refused every such run of a project with a
+// subdirectory as a swapped path (125); it now knows a directory there by its times,
+// mode and links. The run sees the project, and its change lands by copying.
+func TestLiveProjectOnAnotherFileSystemRuns(t *testing.T) {
+	bwrap := staticBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("mounting the tmpfs needs root")
+	}
+	project, _ := smallDisk(t, "size=16m")
+	home := livetest.TempDir(t)
+	os.Chmod(home, 0o755)
+	if err := os.MkdirAll(filepath.Join(project, "src", "pkg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "src", "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, stdout, stderr := runIn(t, nil, project, home, "run", "--workdir", project, "--bwrap", bwrap, "--", "sh", "-c", "cat src/main.go && echo new > src/pkg/added")
+	if status != 0 || stdout != "package main\n" {
+		t.Fatalf("exit %d, stdout %q, want 0 and the project's file\n%s", status, stdout, stderr)
+	}
+	if got, err := os.ReadFile(filepath.Join(project, "src", "pkg", "added")); err != nil || string(got) != "new\n" {
+		t.Errorf("src/pkg/added = %q, %v: the change did not land", got, err)
+	}
+	removeLayers(t, home)
+}

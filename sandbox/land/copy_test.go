@@ -67,34 +67,52 @@ func TestLandHardLinkedSparseFileKeepsItsHoles(t *testing.T) {
 
 // TestLandingNeeds: what a landing's new entries take, counted against the project's free
 // bytes and inodes. On the layer's own file system a file moves by rename, unless it has
-// hard links (each name is copied), and a new directory whose every entry is accepted
-// moves whole; symlinks and other new directories are made anew either way. A file counts
-// its data (its size less its holes) and a block.
+// hard links (each name is copied, through a temporary name the journal records), and a
+// new directory whose every entry is accepted moves whole; symlinks and other new
+// directories are made anew either way. A file counts its data (its size less its holes)
+// and a block, a new name its directory entry, a symlink of 60 bytes or more a block.
 func TestLandingNeeds(t *testing.T) {
+	absent := Lower{Kind: KindAbsent}
 	file := func(path string, nlink uint64, size, data int64) Decision {
-		return Decision{Action: Apply, Entry: Entry{Path: path, Kind: KindFile, Nlink: nlink, Size: size, Data: data}}
+		return Decision{Action: Apply, Entry: Entry{Path: path, Kind: KindFile, Nlink: nlink, Size: size, Data: data, Lower: absent}}
 	}
 	decisions := []Decision{
-		file("a", 1, 1000, 1000),                                // moves on one file system
-		file("b", 3, 1<<20, 1<<20),                              // a name of a linked file
-		file("c", 3, 1<<30, 8192),                               // sparse, linked
-		file("refused", 1, 10, 10),                              // refused below
-		{Action: Apply, Entry: Entry{Path: "d", Kind: KindDir}}, // new, not whole
+		file("a", 1, 1000, 1000),   // moves on one file system
+		file("b", 3, 1<<20, 1<<20), // a name of a linked file
+		file("c", 3, 1<<30, 8192),  // sparse, linked
+		file("refused", 1, 10, 10), // refused below
+		{Action: Apply, Entry: Entry{Path: "d", Kind: KindDir, Lower: absent}}, // new, not whole
 		{Action: Apply, Entry: Entry{Path: "old", Kind: KindDir, Lower: Lower{Kind: KindDir}}},
-		{Action: Apply, Whole: true, Entry: Entry{Path: "w", Kind: KindDir}},
+		{Action: Apply, Whole: true, Entry: Entry{Path: "w", Kind: KindDir, Lower: absent}},
 		file("w/inside", 2, 5000, 5000), // moves with w on one file system
-		{Action: Apply, Entry: Entry{Path: "short", Kind: KindSymlink, Target: "a"}},
-		{Action: Apply, Entry: Entry{Path: "long", Kind: KindSymlink, Target: strings.Repeat("x", 61)}},
+		{Action: Apply, Entry: Entry{Path: "short", Kind: KindSymlink, Target: strings.Repeat("x", 59), Lower: absent}},
+		{Action: Apply, Entry: Entry{Path: "long", Kind: KindSymlink, Target: strings.Repeat("x", 60), Lower: absent}},
 	}
 	decisions[3].Action = Refuse
 	const block = 4096
-	links := int64(1<<20+block) + 8192 + block
-	if bytes, inodes := landingNeeds(decisions, true); bytes != links+block+block || inodes != 2+1+2 {
-		t.Errorf("same file system: %d bytes, %d inodes; want %d, 5", bytes, inodes, links+2*block)
+	name := func(path string) int64 { return int64(len(path)) + 16 }
+	journal := func(path string) int64 { return int64(len(path)) + 48 }
+	sameBytes := name("a") +
+		name("b") + 1<<20 + block + journal("b") +
+		name("c") + 8192 + block + journal("c") +
+		name("d") + block +
+		name("w") +
+		name("short") + journal("short") +
+		name("long") + block + journal("long") +
+		2*block // the journal and the marker
+	if bytes, inodes := landingNeeds(decisions, true); bytes != sameBytes || inodes != 2+1+2+2 {
+		t.Errorf("same file system: %d bytes, %d inodes; want %d, 7", bytes, inodes, sameBytes)
 	}
-	copied := links + 1000 + block + block + block + 5000 + block + block
-	if bytes, inodes := landingNeeds(decisions, false); bytes != copied || inodes != 8 {
-		t.Errorf("another file system: %d bytes, %d inodes; want %d, 8", bytes, inodes, copied)
+	copiedBytes := name("a") + 1000 + block +
+		name("b") + 1<<20 + block +
+		name("c") + 8192 + block +
+		name("d") + block +
+		name("w") + block +
+		name("inside") + 5000 + block +
+		name("short") +
+		name("long") + block
+	if bytes, inodes := landingNeeds(decisions, false); bytes != copiedBytes || inodes != 8 {
+		t.Errorf("another file system: %d bytes, %d inodes; want %d, 8", bytes, inodes, copiedBytes)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -235,8 +236,10 @@ func roomFor(projectFD int, decisions []Decision, rename bool) error {
 // landingNeeds is what a landing's new entries take (pure): the bytes and inodes of
 // every file it copies (a copy keeps a sparse file's holes, so a file counts its data,
 // plus a block for its last part), symlink (a block when its target does not fit in the
-// inode) and new directory (a block). What moves by rename, a file or a new directory
-// with everything in it, takes nothing new.
+// inode: 60 bytes or more on ext4) and new directory (a block); a directory entry for
+// every new name; and, on the layer's own file system, the landing's journal (a line
+// per temporary name) and marker. What moves by rename, a file or a new directory with
+// everything in it, takes nothing more.
 func landingNeeds(decisions []Decision, rename bool) (bytes, inodes int64) {
 	const block = 4096
 	var moved subtree // the last new directory that lands whole by one rename
@@ -245,6 +248,10 @@ func landingNeeds(decisions []Decision, rename bool) (bytes, inodes int64) {
 		if moved.holds(entry.Path) || decision.Action != Apply {
 			continue
 		}
+		if entry.Lower.Kind == KindAbsent && entry.Kind != KindWhiteout {
+			bytes += int64(len(path.Base(entry.Path))) + 16 // its name in its directory
+		}
+		journal := int64(len(entry.Path)) + 48 // the path and a temporary name
 		switch {
 		case entry.Kind == KindDir && entry.Lower.Kind == KindDir:
 			// a mode change, or a directory whose contents land one by one
@@ -254,12 +261,21 @@ func landingNeeds(decisions []Decision, rename bool) (bytes, inodes int64) {
 			bytes, inodes = bytes+block, inodes+1
 		case entry.Kind == KindFile && (!rename || entry.Nlink > 1):
 			bytes, inodes = bytes+entry.Data+block, inodes+1
+			if rename {
+				bytes += journal
+			}
 		case entry.Kind == KindSymlink:
 			inodes++
-			if len(entry.Target) > 60 {
+			if len(entry.Target) >= 60 {
 				bytes += block
 			}
+			if rename {
+				bytes += journal
+			}
 		}
+	}
+	if rename && (bytes > 0 || inodes > 0) {
+		bytes, inodes = bytes+2*block, inodes+2 // the journal and the landing marker
 	}
 	return bytes, inodes
 }

@@ -265,42 +265,26 @@ func copyFile(srcDir int, srcName string, dstDir int, temp string, mode uint32) 
 }
 
 // copyData copies source's data extents to the same offsets of the empty target, and
-// sizes target as source: the holes between extents are left unwritten. A file system
-// without SEEK_DATA reports the whole file as data, and the copy is a plain one.
+// sizes target as source: the holes between extents are left unwritten.
 func copyData(target, source *os.File) error {
 	info, err := source.Stat()
 	if err != nil {
 		return err
 	}
-	size := info.Size()
-	fd := int(source.Fd())
-	for offset := int64(0); offset < size; {
-		start, err := unix.Seek(fd, offset, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
-			break // only a hole from offset to the end
-		}
-		if err != nil {
-			return err
-		}
-		end, err := unix.Seek(fd, start, unix.SEEK_HOLE)
-		if err != nil {
-			return err
-		}
-		// The file may have grown since the Stat: copy what was there. SEEK_HOLE moved the
-		// offset to the hole; the copy reads from the data's start.
-		end = min(end, size)
+	err = extents(int(source.Fd()), info.Size(), func(start, end int64) error {
 		if _, err := source.Seek(start, io.SeekStart); err != nil {
 			return err
 		}
 		if _, err := target.Seek(start, io.SeekStart); err != nil {
 			return err
 		}
-		if _, err := io.CopyN(target, source, end-start); err != nil {
-			return err
-		}
-		offset = end
+		_, err := io.CopyN(target, source, end-start)
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	return target.Truncate(size)
+	return target.Truncate(info.Size())
 }
 
 // removeTree deletes name under parent and everything below it, never following a link.

@@ -425,21 +425,33 @@ func dataBytes(dirFD int, name string, size int64) int64 {
 	}
 	defer unix.Close(fd)
 	var data int64
+	if extents(fd, size, func(start, end int64) error { data += end - start; return nil }) != nil {
+		return size
+	}
+	return data
+}
+
+// extents calls visit with each data extent [start, end) of the file open at fd, up to
+// size, in order (SEEK_DATA, SEEK_HOLE); the holes between are skipped. A file system
+// without SEEK_DATA reports the whole file as one extent. It leaves fd's offset anywhere.
+func extents(fd int, size int64, visit func(start, end int64) error) error {
 	for offset := int64(0); offset < size; {
 		start, err := unix.Seek(fd, offset, unix.SEEK_DATA)
-		if err == unix.ENXIO {
-			break
+		if errors.Is(err, unix.ENXIO) {
+			return nil // only a hole from offset to the end
 		}
 		if err != nil {
-			return size
+			return err
 		}
 		end, err := unix.Seek(fd, start, unix.SEEK_HOLE)
 		if err != nil {
-			return size
+			return err
 		}
-		end = min(end, size)
-		data += end - start
+		end = min(end, size) // the file may have grown since its size was read
+		if err := visit(start, end); err != nil {
+			return err
+		}
 		offset = end
 	}
-	return data
+	return nil
 }

@@ -368,19 +368,20 @@ func verifyOverlay(fd int, want expectation) error {
 	if unix.Fstat(fd, &root) != nil || unix.Stat(want.upper, &upper) != nil || unix.Fstat(int(want.lower.Fd()), &lower) != nil {
 		return fmt.Errorf("inside the sandbox, %s cannot be inspected", want.path)
 	}
-	if upper.Dev == lower.Dev && root.Ino != upper.Ino {
+	acrossFS := upper.Dev != lower.Dev
+	if !acrossFS && root.Ino != upper.Ino {
 		return fmt.Errorf("inside the sandbox, %s is an overlay whose upper layer is not this run's", want.path)
 	}
 	// The project may change meanwhile (another run of it landing, an editor saving), so
 	// the two are compared at a moment the checked directory held still: its listing the
 	// same before and after the sandbox's. A swapped lower layer stays swapped, so a
 	// mismatch is looked at again a few times before it refuses the run; at 16 runs of
-	// one project at once, 3 in 64 were refused on one look.
-	// bwrapkit's own landings (runs of this project, or of one nested in it, ending) wait
-	// while the two are compared; other writers do not, hence the looks.
-	acrossFS := upper.Dev != lower.Dev
+	// one project at once, 3 in 64 were refused on one look. bwrapkit's own landings (runs
+	// of this project, or of one nested in it, ending) wait while the two are compared;
+	// other writers do not, hence the looks.
 	release := land.HoldLandings(filepath.Dir(want.upper), landingWaitBound)
 	defer release()
+	changing := fmt.Errorf("%s kept changing while the sandbox was checked (%d looks); run again when it is still", want.path, overlayLooks)
 	var mismatch error
 	pause := time.Millisecond
 	for look := range overlayLooks {
@@ -388,8 +389,7 @@ func verifyOverlay(fd int, want expectation) error {
 			time.Sleep(pause)
 			pause *= 2
 		}
-		changing := fmt.Errorf("%s kept changing while the sandbox was checked (%d looks); run again when it is still", want.path, overlayLooks)
-		before, err := entryInodes(int(want.lower.Fd()), acrossFS)
+		before, err := entryIDs(int(want.lower.Fd()), acrossFS)
 		if errors.Is(err, unix.ENOENT) {
 			mismatch = changing // an entry went between the listing and its stat
 			continue
@@ -397,8 +397,8 @@ func verifyOverlay(fd int, want expectation) error {
 		if err != nil {
 			return fmt.Errorf("%s cannot be listed: %w", want.path, err)
 		}
-		inside, insideErr := entryInodes(fd, acrossFS)
-		after, err := entryInodes(int(want.lower.Fd()), acrossFS)
+		inside, insideErr := entryIDs(fd, acrossFS)
+		after, err := entryIDs(int(want.lower.Fd()), acrossFS)
 		if err != nil && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("%s cannot be listed: %w", want.path, err)
 		}
@@ -466,11 +466,11 @@ type entryID struct {
 	born, changed unix.StatxTimestamp
 }
 
-// entryInodes lists a directory's entries with their identities, never following a
+// entryIDs lists a directory's entries with their identities, never following a
 // symlink: the inode number, and for a directory across file systems (see sameEntries)
 // its times, mode and links. Nothing else, so the project holds still for the gate
 // when only a file's content or times change (a log being written).
-func entryInodes(dirFD int, acrossFS bool) (map[string]entryID, error) {
+func entryIDs(dirFD int, acrossFS bool) (map[string]entryID, error) {
 	fd, err := unix.Openat(dirFD, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err

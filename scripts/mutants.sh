@@ -420,8 +420,8 @@ test: ./sandbox/land TestLandMakesItsRulesUnderTheLock
 what: a landing's rules are made under its lock, reading the project as the landing before left it
 
 file: sandbox/land/decide.go
-line: return s.dir != "" && len(p) > len(s.dir) && p[len(s.dir)] == '/' && p[:len(s.dir)] == s.dir
-into: return s.dir != "" && len(p) > len(s.dir) && p[:len(s.dir)] == s.dir
+line: return s.dir != "" && p != s.dir && within(s.dir, p)
+into: return s.dir != "" && p != s.dir && strings.HasPrefix(p, s.dir)
 test: ./sandbox/land TestRefuseInsideFollowsTheWalk
 what: what a refused new directory holds is refused with it, and nothing beside it
 

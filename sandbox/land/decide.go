@@ -111,7 +111,7 @@ type subtree struct{ dir string }
 
 // holds reports whether p lies strictly below the marked directory.
 func (s subtree) holds(p string) bool {
-	return s.dir != "" && len(p) > len(s.dir) && p[len(s.dir)] == '/' && p[:len(s.dir)] == s.dir
+	return s.dir != "" && p != s.dir && within(s.dir, p)
 }
 
 func decideOne(entry Entry, rules Rules) Decision {
@@ -289,7 +289,8 @@ func escapes(linkPath, target string) bool {
 
 // within reports whether p is dir or lies under it ("" is the project root).
 func within(dir, p string) bool {
-	return dir == "" || p == dir || strings.HasPrefix(p, dir+"/")
+	// No dir+"/": this runs for every entry of a landing, and a concatenation allocates.
+	return dir == "" || p == dir || len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
 }
 
 func isHex(s string, n int) bool {

@@ -144,14 +144,13 @@ func HoldLandings(layerDir string, bound time.Duration) (release func()) {
 }
 
 // lockLandings waits for the landing lock (root, locked exclusively) and returns its
-// release. The lock is the kernel's: it goes with a
-// bwrapkit that dies while holding it. The wait has no bound of its own (another run's
+// release. The lock is the kernel's: it goes with a bwrapkit that dies while holding it. The wait has no bound of its own (another run's
 // landing may copy for a while, as long as its command made it), so it gives up when
 // interrupt closes: a signal must end a run that waits, as it ends one that runs.
 func lockLandings(root string, interrupt <-chan struct{}) (func(), error) {
 	dir, err := layerdir.Open(root)
 	if err != nil {
-		return nil, fmt.Errorf("opening the project's layers to land: %w", err)
+		return nil, fmt.Errorf("opening your layers directory to land: %w", err)
 	}
 	fd, release := int(dir.Fd()), func() { dir.Close() }
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {

@@ -398,7 +398,25 @@ func TestNewLayerBesideASweep(t *testing.T) {
 func TestLandWaitsForTheProjectsOtherLanding(t *testing.T) {
 	layer, project, fd := fixture(t)
 	write(t, filepath.Join(layer.Upper, "d", "mine"), "mine\n")
-	other, err := lockLandings(LandingsLock(layer.Dir), nil)
+	landed, other := landBehind(t, layer, fd, LandingsLock(layer.Dir))
+	write(t, filepath.Join(project, "d", "theirs"), "theirs\n") // the other landing's d
+	other()
+	if err := <-landed; err != nil {
+		t.Fatalf("landing after the other: %v", err)
+	}
+	for _, name := range []string{"mine", "theirs"} {
+		if data, err := os.ReadFile(filepath.Join(project, "d", name)); err != nil || string(data) != name+"\n" {
+			t.Errorf("d/%s = %q, %v after both landings", name, data, err)
+		}
+	}
+}
+
+// landBehind takes the landing lock at root, as another landing holds it, and starts
+// landing layer: the landing must still be waiting 200 ms later. It returns the
+// landing's end and the other landing's release.
+func landBehind(t *testing.T, layer *Layer, fd int, root string) (<-chan error, func()) {
+	t.Helper()
+	other, err := lockLandings(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,19 +428,10 @@ func TestLandWaitsForTheProjectsOtherLanding(t *testing.T) {
 	select {
 	case err := <-landed:
 		other()
-		t.Fatalf("landed while another landing held the project (%v)", err)
+		t.Fatalf("landed while another landing held the lock at %s (%v)", root, err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	write(t, filepath.Join(project, "d", "theirs"), "theirs\n") // the other landing's d
-	other()
-	if err := <-landed; err != nil {
-		t.Fatalf("landing after the other: %v", err)
-	}
-	for _, name := range []string{"mine", "theirs"} {
-		if data, err := os.ReadFile(filepath.Join(project, "d", name)); err != nil || string(data) != name+"\n" {
-			t.Errorf("d/%s = %q, %v after both landings", name, data, err)
-		}
-	}
+	return landed, other
 }
 
 // TestLandWaitsForAnotherProjectsLanding: projects nest (a run in P, one in P/sub), so a
@@ -440,21 +449,7 @@ func TestLandWaitsForAnotherProjectsLanding(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer theirs.Discard()
-	other, err := lockLandings(LandingsLock(theirs.Dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	landed := make(chan error, 1)
-	go func() {
-		_, err := Land(layer, fd, Options{Rules: Rules{CallerGid: uint32(os.Getegid()), StartedNS: 1 << 62}})
-		landed <- err
-	}()
-	select {
-	case err := <-landed:
-		other()
-		t.Fatalf("landed while the nested project's landing held the lock (%v)", err)
-	case <-time.After(200 * time.Millisecond):
-	}
+	landed, other := landBehind(t, layer, fd, LandingsLock(theirs.Dir))
 	other()
 	if err := <-landed; err != nil {
 		t.Fatalf("landing after the other: %v", err)

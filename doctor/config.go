@@ -24,6 +24,10 @@ type Config struct {
 	GOOS, GOARCH string
 	// Probe is how to run the self-test probe inside the sandbox.
 	Probe probe.Command
+	// Keeper is the executable the self-tests' runs start as their keeper
+	// (sandbox.Options.Keeper; bwrapkit doctor: bwrapkit-helper beside it, else itself), so
+	// that a doctor killed mid-run leaves no sandbox behind; empty runs them unkept.
+	Keeper string
 	// Checks limits the run to these ids and what they need; empty runs every check.
 	Checks []string
 	// TempDir is where the self-tests' directory is made; empty tries selftest.Candidates

@@ -114,7 +114,7 @@ func (s *session) selftestEnv() (*selftest.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &selftest.Env{Bwrap: s.bwrapPath(), Features: features, Probe: s.cfg.Probe,
+	return &selftest.Env{Bwrap: s.bwrapPath(), Features: features, Probe: s.cfg.Probe, Keeper: s.cfg.Keeper,
 		Environ: s.cfg.Environ, Scene: made.scene, Homes: s.homes(), Shared: s.shared, Joint: s.joint, LaunchBound: s.cfg.LaunchBound}, nil
 }
 

@@ -109,11 +109,20 @@ func runDoctor(ctx context.Context, opts *doctorOptions) error {
 	if err != nil {
 		return err
 	}
+	// The self-tests' runs are kept as `bwrapkit run`'s are (docs/lifetime.md): a doctor
+	// killed mid-run (a preflight's timeout, the OOM killer) left a bwrap child blocked
+	// between its clone and its uid map, forever. bwrapkit-helper beside bwrapkit where it
+	// fits, else the probe's binary, which is bwrapkit itself.
+	keeper := probe.Argv[0]
+	if programs, err := findPrograms(); err == nil && programs.helper != "" {
+		keeper = programs.helper
+	}
 	cfg := doctor.Config{
 		Query:       opts.global.query(opts.streams),
 		Getenv:      opts.Getenv,
 		Environ:     opts.Environ(),
 		Probe:       probe,
+		Keeper:      keeper,
 		Checks:      opts.checks,
 		TempDir:     opts.tempDir,
 		ToolVersion: version,

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bwrapkit/bwrapkit/doctor/selftest"
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
 )
 
@@ -72,6 +73,91 @@ func TestLiveKilledRunLeavesNothing(t *testing.T) {
 	// The keeper also removes the run's cgroups (as root here), whenever bwrapkit died.
 	if leaked := leakedCgroups(cgroupsBefore); len(leaked) > 0 {
 		t.Errorf("%d run cgroups left behind by the killed runs: %v", len(leaked), leaked)
+	}
+}
+
+// TestLiveKilledDoctorLeavesNothing: SIGKILL of `bwrapkit doctor`, or of its process
+// group, at a random moment of its self-tests must leave no sandbox alive: the doctor's
+// runs are kept as `bwrapkit run`'s are. Unkept, a doctor killed between a bwrap's clone
+// and its uid map left that bwrap's child blocked on bwrap's eventfd, forever.
+func TestLiveKilledDoctorLeavesNothing(t *testing.T) {
+	bwraps := livetest.Bwraps(t)
+	// How long one doctor takes here: the kills fall anywhere within it.
+	environ, _ := attackEnv(t, bwraps[0].Path)
+	timing := exec.Command(builtBinary, "doctor", "--output", os.DevNull)
+	timing.Env = environ
+	began := time.Now()
+	_ = timing.Run() // its verdict is the doctor tests' business; its duration is this one's
+	span := max(time.Since(began), 20*time.Millisecond)
+	const kills, concurrent = 60, 4
+	cgroupsBefore := runCgroupDirs()
+	var mu sync.Mutex
+	survived := 0
+	var wg sync.WaitGroup
+	for worker := range concurrent {
+		wg.Go(func() {
+			for trial := worker; trial < kills; trial += concurrent {
+				bwrap := bwraps[trial%len(bwraps)]
+				delay := time.Duration(rand.Int64N(int64(span)))
+				group := trial%2 == 1
+				if left := killDoctorAt(t, bwrap.Path, delay, group); left != "" {
+					mu.Lock()
+					survived++
+					mu.Unlock()
+					t.Errorf("%s, SIGKILL of the doctor%s after %v: %s", bwrap.Name, map[bool]string{true: "'s process group"}[group], delay, left)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d SIGKILLs of a doctor at random moments within %v, %d left a sandbox alive", kills, span, survived)
+	// Kept, the killed doctors' runs leave no cgroup either (as root here).
+	if leaked := leakedCgroups(cgroupsBefore); len(leaked) > 0 {
+		t.Errorf("%d run cgroups left behind by the killed doctors: %v", len(leaked), leaked)
+	}
+}
+
+// killDoctorAt runs a doctor over a cache of its own, SIGKILLs it (or its group) after
+// delay, and says what of its sandboxes is alive a second later ("" for nothing): their
+// bwrap command lines name the self-tests' directory in that cache.
+func killDoctorAt(t *testing.T, bwrap string, delay time.Duration, group bool) string {
+	environ, cache := attackEnv(t, bwrap)
+	cmd := exec.Command(builtBinary, "doctor", "--output", os.DevNull)
+	cmd.Env = environ
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(delay)
+	if group {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	} else {
+		_ = cmd.Process.Kill()
+	}
+	_ = cmd.Wait()
+	t.Cleanup(func() { killNaming(cache) })
+	removePlantedSecrets(t, cache)
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) && len(naming(cache)) > 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := naming(cache); len(left) > 0 {
+		return fmt.Sprintf("processes still name the doctor's cache after 1s: %s; keepers alive: %v", describe(left), keepersOf(left))
+	}
+	return ""
+}
+
+// removePlantedSecrets removes what secrets-hidden of a doctor killed mid-run left in
+// /root (the test's HOME is its own): the file named by that doctor's token, which its
+// fd canary in cache carries, and no other doctor's.
+func removePlantedSecrets(t *testing.T, cache string) {
+	canaries, _ := filepath.Glob(filepath.Join(cache, "bwrapkit", "selftest", "*", "fd-canary-*"))
+	for _, canary := range canaries {
+		token := strings.TrimPrefix(filepath.Base(canary), "fd-canary-")
+		if err := os.Remove(filepath.Join("/root", selftest.SecretPrefix+token)); err != nil && !os.IsNotExist(err) {
+			t.Errorf("removing the killed doctor's planted secret: %v", err)
+		}
 	}
 }
 

@@ -26,8 +26,12 @@ type Env struct {
 	Bwrap    string
 	Features sandbox.Features
 	Probe    probe.Command
-	Environ  []string
-	Scene    *Scene
+	// Keeper is the executable every self-test's run starts as its keeper
+	// (sandbox.Options.Keeper): a doctor killed mid-run then leaves no sandbox behind. ""
+	// runs them unkept, as the Go API's default.
+	Keeper  string
+	Environ []string
+	Scene   *Scene
 	// Homes are where secrets-hidden plants its secrets: the caller's real home, and /root
 	// when the caller is root. One that does not exist is left alone, never created.
 	Homes []string
@@ -162,6 +166,7 @@ func (e *Env) runOnce(ctx context.Context, policy sandbox.Policy, run ProbeRun, 
 		Timeout:       run.Timeout,
 		LaunchTimeout: bound,
 		NetProxy:      run.NetProxy,
+		Keeper:        e.Keeper,
 	})
 	return ProbeResult{Result: result, Stdout: stdout.Bytes(), Stderr: stderr.String()}, err
 }

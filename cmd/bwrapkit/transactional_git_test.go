@@ -90,6 +90,26 @@ func uidOf(prefix []string) int {
 	return os.Geteuid()
 }
 
+// TestLiveGitCommitNeedsNoTempDir: commit mode verifies the commit's new objects through a
+// directory of its own in the run's layer directory, not in $TMPDIR: with /tmp at 0755 (a
+// machine image seen so) or a TMPDIR that is gone, every commit was refused.
+func TestLiveGitCommitNeedsNoTempDir(t *testing.T) {
+	overlayAsUsers(t, func(t *testing.T, bwrap livetest.Bwrap, prefix []string, project, home string) {
+		hostGit := userGit(t, prefix, project, home)
+		committer(t, prefix, home)
+		hostGit("init", "-q", "-b", "main")
+		hostGit("commit", "-q", "--allow-empty", "-m", "first")
+		gone := []string{"TMPDIR=" + filepath.Join(home, "no-such-tmp")}
+		status, _, stderr := runInEnv(t, prefix, project, home, gone, "run", "--bwrap", bwrap.Path, "--git", "commit", "--", "sh", "-c", "echo b > b && git add b && git commit -qm second")
+		if status != 0 {
+			t.Fatalf("git commit with TMPDIR gone: exit %d\n%s", status, stderr)
+		}
+		if log := hostGit("log", "--format=%s"); log != "second\nfirst\n" {
+			t.Errorf("the host's git log after a commit with TMPDIR gone: %q\n%s", log, stderr)
+		}
+	})
+}
+
 // TestLiveCommitsKeepTheGuardedPaths: with --git commit, a command writes commits that
 // carry what the work tree refuses, made with git's plumbing so that the work tree's own
 // refused change does not matter, in a husky-style project (core.hooksPath .husky/_, a

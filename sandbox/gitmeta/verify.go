@@ -58,7 +58,7 @@ func Verify(workdir, upper string, entries []land.Entry, refuses func(string) bo
 			passed = append(passed, strings.Join(rest[1:], "/"))
 		}
 	}
-	objects, err := objectsOf(filepath.Join(upper, ".git", "objects"), passed)
+	objects, err := objectsOf(filepath.Join(upper, ".git", "objects"), passed, filepath.Dir(upper))
 	if err != nil {
 		return // nothing under .git but objects is verified: it is all refused
 	}
@@ -92,10 +92,12 @@ func Verify(workdir, upper string, entries []land.Entry, refuses func(string) bo
 	}
 }
 
-// objectsOf is a new directory holding, by symlink, the named files (relative to dir, an
-// objects directory) and nothing else.
-func objectsOf(dir string, names []string) (string, error) {
-	objects, err := os.MkdirTemp("", "bwrapkit-objects-")
+// objectsOf is a new directory in parent (the run's layer directory, bwrapkit's own, which
+// the sandbox is gone from) holding, by symlink, the named files (relative to dir, an
+// objects directory) and nothing else. Not in $TMPDIR: a /tmp that is not 1777 (or a
+// TMPDIR that is gone) refused every commit of a commit-mode run.
+func objectsOf(dir string, names []string, parent string) (string, error) {
+	objects, err := os.MkdirTemp(parent, "objects-")
 	if err != nil {
 		return "", err
 	}

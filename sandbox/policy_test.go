@@ -266,7 +266,7 @@ func TestPrivilegeKey(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := privilegeKey(c.request, workdir); got != c.want {
+			if got := privilegeKey(c.request, workdir, resolver{}); got != c.want {
 				t.Errorf("privilegeKey = %q, want %q", got, c.want)
 			}
 		})

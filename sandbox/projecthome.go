@@ -54,7 +54,7 @@ func callerName(env []string) string {
 
 // privilegeKey describes what a request grants beyond the project: --net, the names
 // --env and --pass-env set, --rw and --ro paths outside the workdir. "" for none.
-func privilegeKey(request Request, workdir string) string {
+func privilegeKey(request Request, workdir string, resolve resolver) string {
 	var parts []string
 	if request.Network {
 		parts = append(parts, "net")
@@ -79,7 +79,7 @@ func privilegeKey(request Request, workdir string) string {
 		paths []string
 	}{{"rw", request.ReadWrite}, {"ro", request.ReadOnly}} {
 		for _, path := range group.paths {
-			real := resolveExisting(absolute(path))
+			real := resolve.existing(absolute(path))
 			if !within(workdir, real) {
 				parts = append(parts, group.flag+"="+real)
 			}

@@ -22,6 +22,18 @@ into: if false {
 test: ./sandbox TestRunRefusesAPolicyNewPolicyDidNotBuild
 what: Run refuses a policy NewPolicy did not seal
 
+file: sandbox/policy.go
+line: if info, err := os.Lstat(named); err == nil && info.Mode()&os.ModeSymlink == 0 {
+into: if info, err := os.Lstat(named); err == nil && info != nil {
+test: ./sandbox TestResolverAnswersAsEvalSymlinks
+what: the policy's memo of resolved paths follows a symlink as filepath.EvalSymlinks does
+
+file: sandbox/policy.go
+line: if path != "/" && filepath.IsAbs(path) && filepath.Clean(path) == path {
+into: if path != "/" && filepath.IsAbs(path) {
+test: ./sandbox TestResolverAnswersAsEvalSymlinks
+what: the policy's memo of resolved paths takes ".." after a symlink as filepath.EvalSymlinks does
+
 file: sandbox/run.go
 line: if err := CheckPlacement(opts.Bwrap, policy); err != nil {
 into: if err := error(nil); err != nil {

@@ -19,10 +19,14 @@ func Within(dir, path string) bool {
 }
 
 // ResolveExisting resolves the longest existing prefix of path and keeps the rest.
-func ResolveExisting(path string) string {
+func ResolveExisting(path string) string { return ResolveExistingWith(path, filepath.EvalSymlinks) }
+
+// ResolveExistingWith is ResolveExisting with evalSymlinks in place of
+// filepath.EvalSymlinks (a caller's memo of its answers).
+func ResolveExistingWith(path string, evalSymlinks func(string) (string, error)) string {
 	rest := ""
 	for current := path; ; current = filepath.Dir(current) {
-		if real, err := filepath.EvalSymlinks(current); err == nil {
+		if real, err := evalSymlinks(current); err == nil {
 			return filepath.Join(real, rest)
 		}
 		if current == "/" || current == "." {

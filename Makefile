@@ -94,7 +94,7 @@ fuzz:
 check: deps lint test test-unprivileged fleet hosts mutants fuzz
 
 bench: build test-bwraps
-	$(GO) test -run '^$$' -bench 'Argv|Run' -benchmem ./sandbox
+	$(GO) test -run '^$$' -bench 'Argv|Run|NewPolicy' -benchmem ./sandbox
 	@# The transactional workdir: landing 10,000 new files (one new tree, and spread over
 	@# existing directories) on the same file system.
 	$(GO) test -run '^$$' -bench 'Land' -benchtime 5x ./sandbox/land

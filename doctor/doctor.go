@@ -120,13 +120,6 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 	}
 	s.shared = selftest.NewShared(selectedTests(specs))
 	s.joint = selftest.NewJoint(selectedTests(specs))
-	s.ctx, s.alongside = ctx, map[string]chan report.Check{}
-	for _, test := range selectedTests(specs) {
-		if test.Alongside {
-			s.alongside[test.ID] = make(chan report.Check, 1)
-			s.alongsideTests = append(s.alongsideTests, test)
-		}
-	}
 	began := cfg.Now()
 	if makesUserNamespaces(s.host.get().Kind) {
 		// Before any check starts a process: the user-namespace probe maps its ids through

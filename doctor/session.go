@@ -40,15 +40,6 @@ type session struct {
 
 	mu       sync.Mutex
 	launched selftest.Launched // set by the launch check, read by the self-tests
-
-	// ctx is the doctor's, which the runs started alongside the launch are bound by.
-	ctx context.Context
-	// alongside holds, per Alongside self-test selected, the verdict of its runs, started
-	// beside the launch (startAlongside) and judged by its check once the launch passed.
-	alongside      map[string]chan report.Check
-	alongsideOnce  sync.Once
-	alongsideRuns  sync.WaitGroup
-	alongsideTests []selftest.Test
 }
 
 type located struct {
@@ -123,25 +114,8 @@ func (s *session) selftestEnv() (*selftest.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &selftest.Env{Bwrap: s.bwrapPath(), Features: features, Probe: s.cfg.Probe, Keeper: s.cfg.Keeper,
-		Environ: s.cfg.Environ, Scene: made.scene, Homes: s.homes(), Shared: s.shared, Joint: s.joint, LaunchBound: s.cfg.LaunchBound}
-	env.BesideLaunch = func() { s.startAlongside(env) }
-	return env, nil
-}
-
-// startAlongside starts, once, the runs of the selected Alongside self-tests, each bound
-// by its own timeout from now; their verdicts wait in s.alongside for their checks.
-func (s *session) startAlongside(env *selftest.Env) {
-	s.alongsideOnce.Do(func() {
-		for _, test := range s.alongsideTests {
-			verdict := s.alongside[test.ID]
-			s.alongsideRuns.Go(func() {
-				ctx, cancel := context.WithTimeout(s.ctx, test.Timeout)
-				defer cancel()
-				verdict <- test.Run(ctx, env, selftest.Launched{})
-			})
-		}
-	})
+	return &selftest.Env{Bwrap: s.bwrapPath(), Features: features, Probe: s.cfg.Probe, Keeper: s.cfg.Keeper,
+		Environ: s.cfg.Environ, Scene: made.scene, Homes: s.homes(), Shared: s.shared, Joint: s.joint, LaunchBound: s.cfg.LaunchBound}, nil
 }
 
 // homes are where a leaked secret would matter: the caller's home ($HOME, as the sandbox's
@@ -163,17 +137,6 @@ func (s *session) selftest(test selftest.Test) func(context.Context) report.Chec
 		env, err := s.selftestEnv()
 		if err != nil {
 			return selftest.Failed("no self-test environment", err)
-		}
-		if verdict, ok := s.alongside[test.ID]; ok {
-			// Started beside the launch; the launch passed, or this check would be skipped.
-			// (Should the launch have passed without starting them, they start now.)
-			s.startAlongside(env)
-			select {
-			case check := <-verdict:
-				return check
-			case <-ctx.Done():
-				return selftest.Failed("its run did not finish in time", context.Cause(ctx))
-			}
 		}
 		s.mu.Lock()
 		launched := s.launched
@@ -205,9 +168,6 @@ func (s *session) facts() diagnose.Facts {
 }
 
 func (s *session) close() {
-	// The runs started beside the launch use the scene, and are bound by their timeouts;
-	// their checks may have been skipped (the launch failed), never their cleanup.
-	s.alongsideRuns.Wait()
 	if made, ok := s.scene.peek(); ok && made.err == nil {
 		made.scene.Remove()
 	}

@@ -39,13 +39,6 @@ type Env struct {
 	Shared *Shared
 	// Joint is the run net-allow and workdir-vetting share; nil runs each alone.
 	Joint *Joint
-	// BesideLaunch, if set, is called once the launch's plan is made, right before its run:
-	// the doctor starts the Alongside self-tests' runs there. After the plan, because
-	// fd-isolation's canary is open without close-on-exec from then on, and every
-	// sandbox.Run marks all descriptors close-on-exec before it starts a keeper or bwrap: a
-	// run begun before the canary existed could start its bwrap with the canary open, and
-	// hand it to a sandbox of its own.
-	BesideLaunch func()
 	// LaunchBound is how long bwrap may take to report the sandboxed child before the launch
 	// is tried once more with twice the bound; zero is DefaultLaunchBound.
 	LaunchBound time.Duration
@@ -87,9 +80,6 @@ func (e *Env) Run(ctx context.Context, run ProbeRun) (ProbeResult, error) {
 		if err != nil {
 			return ProbeResult{}, err
 		}
-		if run.Name == "launch" {
-			e.besideLaunch()
-		}
 		return e.run(ctx, policy, run)
 	}
 	policy, err := e.Policy(false, []string{fmt.Sprintf("tmpfs=%dK", SharedTmpfs>>10)})
@@ -102,19 +92,12 @@ func (e *Env) Run(ctx context.Context, run ProbeRun) (ProbeResult, error) {
 	probe.JudgingInheritance(func() {
 		request, parts := e.Shared.plan(e, policy)
 		defer e.Shared.done(parts)
-		e.besideLaunch()
 		var data []byte
 		if data, err = json.Marshal(request); err == nil {
 			result, err = e.run(ctx, policy, ProbeRun{Name: "launch", Args: []string{string(data)}})
 		}
 	})
 	return result, err
-}
-
-func (e *Env) besideLaunch() {
-	if e.BesideLaunch != nil {
-		e.BesideLaunch()
-	}
 }
 
 // Policy is the sandbox policy of a self-test's run, built from the caller's environment

@@ -37,11 +37,6 @@ type Test struct {
 	// Run is a self-test with runs of its own (timeout-kill), or one that judges the
 	// launch's result alone (launch-proof).
 	Run func(ctx context.Context, env *Env, launched Launched) report.Check
-	// Alongside: Run's runs need nothing of the launch's, so the doctor starts them beside
-	// it, as soon as the launch's plan is made (Env.BesideLaunch), with a zero Launched.
-	// The check still waits for the launch, and is skipped when it failed: only the
-	// waiting is saved, a sandbox's start on each side.
-	Alongside bool
 }
 
 // Part is one self-test's share of the shared launch.
@@ -72,7 +67,7 @@ func Tests() []Test {
 		{ID: "selftest.fd-isolation", Timeout: timeout, Plan: FDIsolation},
 		{ID: "selftest.secrets-hidden", Timeout: timeout, Plan: SecretsHidden},
 		{ID: "selftest.network", Timeout: timeout, Plan: Network},
-		{ID: "selftest.net-allow", Timeout: timeout, Run: NetAllow, Alongside: true},
+		{ID: "selftest.net-allow", Timeout: timeout, Run: NetAllow},
 		{ID: "selftest.proc-isolation", Timeout: timeout, Plan: ProcIsolation},
 		{ID: "selftest.proc-sys-readonly", Timeout: timeout, Plan: ProcSysReadonly},
 		{ID: "selftest.capabilities", Timeout: timeout, Plan: Capabilities},
@@ -80,9 +75,9 @@ func Tests() []Test {
 		{ID: "selftest.seccomp", Timeout: timeout, Plan: Seccomp},
 		{ID: "selftest.keyring", Timeout: timeout, Plan: Keyring},
 		{ID: "selftest.limits", Timeout: timeout, Plan: Limits},
-		{ID: "selftest.timeout-kill", Timeout: killTimeout, Run: TimeoutKill, Alongside: true},
+		{ID: "selftest.timeout-kill", Timeout: killTimeout, Run: TimeoutKill},
 		{ID: "selftest.nested-userns", Timeout: timeout, Plan: NestedUserns},
-		{ID: "selftest.workdir-vetting", Timeout: timeout, Run: WorkdirVetting, Alongside: true},
+		{ID: "selftest.workdir-vetting", Timeout: timeout, Run: WorkdirVetting},
 	}
 }
 

@@ -18,20 +18,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// killBounds are the sandbox timeouts timeout-kill tries, from the moment the probe may
-// start. The first is short, since the doctor waits for it: the probe needs two starts, its
-// own and its grandchild's, and nothing else; on this project's test host the grandchild's
-// marker was there within 10 ms in 80 of 80 doctors, while this run shared two CPUs with
-// the launch's and the joint run's sandboxes. A longer one is tried only when the
-// grandchild had no time to write its marker (a loaded host), since a kill before it
-// exists proves nothing.
-var killBounds = []time.Duration{10 * time.Millisecond, 250 * time.Millisecond, time.Second, 5 * time.Second}
+// killBounds are the sandbox timeouts timeout-kill tries. The first is short, since it is
+// most of the doctor's wall time: the launch check's whole run (one probe start and every
+// observation; this run needs two starts, the probe's and its grandchild's, and nothing
+// else), at least 10 ms: on this project's test host the grandchild's marker was there in
+// 20 of 20 doctors. A longer one is tried only when the grandchild had no time to write
+// its marker (a loaded host), since a kill before it exists proves nothing.
+func killBounds(launch time.Duration) []time.Duration {
+	first := min(max(launch, 10*time.Millisecond), time.Second)
+	return []time.Duration{first, 250 * time.Millisecond, time.Second, 5 * time.Second}
+}
 
 // TimeoutKill is the self-test of its name; see doctor/README.md for why it can fail and pass.
-func TimeoutKill(ctx context.Context, env *Env, _ Launched) report.Check {
+func TimeoutKill(ctx context.Context, env *Env, launched Launched) report.Check {
 	fixture := env.Scene
 	var check report.Check
-	for attempt, bound := range killBounds {
+	for attempt, bound := range killBounds(launched.Result.Duration) {
 		token := fmt.Sprintf("bwrapkit-kill-%s-%d", fixture.token, attempt)
 		marker := filepath.Join(fixture.workdir, token)
 		res, err := env.Run(ctx, ProbeRun{Name: "spawn", Args: []string{token, marker}, Timeout: bound})

@@ -23,7 +23,8 @@ import (
 // located bwrap), so each is computed once, on first use, by whichever check gets there
 // first; the runner's dependencies only decide what is skipped.
 type session struct {
-	cfg Config
+	cfg    Config
+	prober *sandbox.Prober // the bwrap.* checks' and the self-tests' runs'
 
 	host      *lazy[platform.Host]
 	located   *lazy[located]
@@ -69,7 +70,12 @@ func newSession(cfg Config) *session {
 		return inspectBinary(found.result.Path)
 	})
 	s.usernsErr = newLazy(func() syscall.Errno { return tryUserNamespace(cfg.Probe) })
-	s.bwrap = newLazy(func() probedBwrap { return probeBwrap(sandbox.DefaultProber(cfg.Environ), s.bwrapPath()) })
+	// One prober for the bwrap.* checks and every self-test's run: it remembers what it
+	// learnt, so the runs neither read the probe cache again nor, where there is no cache
+	// to write (a HOME that is not writable), run bwrap's --help and --version again each.
+	prober := sandbox.DefaultProber(cfg.Environ)
+	s.prober = &prober
+	s.bwrap = newLazy(func() probedBwrap { return probeBwrap(prober, s.bwrapPath()) })
 	s.owner = newLazy(func() owned { return queryOwner(s.bwrapPath()) })
 	s.scene = newLazy(func() sceneOrError {
 		now := cfg.Now()
@@ -114,7 +120,7 @@ func (s *session) selftestEnv() (*selftest.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &selftest.Env{Bwrap: s.bwrapPath(), Features: features, Probe: s.cfg.Probe, Keeper: s.cfg.Keeper,
+	return &selftest.Env{Bwrap: s.bwrapPath(), Features: features, Probe: s.cfg.Probe, Keeper: s.cfg.Keeper, Prober: s.prober,
 		Environ: s.cfg.Environ, Scene: made.scene, Homes: s.homes(), Shared: s.shared, Joint: s.joint, LaunchBound: s.cfg.LaunchBound}, nil
 }
 

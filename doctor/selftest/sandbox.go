@@ -29,7 +29,10 @@ type Env struct {
 	// Keeper is the executable every self-test's run starts as its keeper
 	// (sandbox.Options.Keeper): a doctor killed mid-run then leaves no sandbox behind. ""
 	// runs them unkept, as the Go API's default.
-	Keeper  string
+	Keeper string
+	// Prober is the doctor's (sandbox.Options.Prober), which has probed this bwrap once
+	// already; nil probes afresh in each run.
+	Prober  *sandbox.Prober
 	Environ []string
 	Scene   *Scene
 	// Homes are where secrets-hidden plants its secrets: the caller's real home, and /root
@@ -167,6 +170,7 @@ func (e *Env) runOnce(ctx context.Context, policy sandbox.Policy, run ProbeRun, 
 		LaunchTimeout: bound,
 		NetProxy:      run.NetProxy,
 		Keeper:        e.Keeper,
+		Prober:        e.Prober,
 	})
 	return ProbeResult{Result: result, Stdout: stdout.Bytes(), Stderr: stderr.String()}, err
 }

@@ -46,10 +46,11 @@ const (
 // Keeper is bwrapkit's side of one run's keeper: the write end of the lifeline, which
 // closes by itself when bwrapkit dies, however it dies.
 type Keeper struct {
-	lifeline *os.File
-	confirm  *os.File // the keeper's answers (Confirm)
-	process  *os.Process
-	token    string
+	lifeline   *os.File
+	confirm    *os.File // the keeper's answers (Confirm)
+	process    *os.Process
+	token      string
+	executable string // what was started, for the words of a refusal
 }
 
 // Start starts executable as the keeper of one run, in a session of its own (a signal to
@@ -81,7 +82,7 @@ func Start(executable string) (*Keeper, error) {
 		answers.Close()
 		return nil, fmt.Errorf("starting the run's keeper (%s): %w", executable, err)
 	}
-	return &Keeper{lifeline: write, confirm: answers, process: cmd.Process, token: token}, nil
+	return &Keeper{lifeline: write, confirm: answers, process: cmd.Process, token: token, executable: executable}, nil
 }
 
 // Confirm waits until the keeper says it holds the sandbox's pid 1 (after Watch("init")),
@@ -95,14 +96,23 @@ func (k *Keeper) Confirm(bound time.Duration) error {
 	answer := make([]byte, len(confirmed))
 	if _, err := io.ReadFull(k.confirm, answer); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return fmt.Errorf("the run's keeper did not confirm within %v that it holds the sandbox", bound)
+			return fmt.Errorf("the run's keeper (%s) did not confirm within %v that it holds the sandbox%s", k.executable, bound, k.remedy())
 		}
-		return fmt.Errorf("the run's keeper did not confirm that it holds the sandbox (%v): it exited, or is not a keeper of this bwrapkit's build", err)
+		return fmt.Errorf("the run's keeper (%s) did not confirm that it holds the sandbox (%v): it exited, or is not a keeper of this bwrapkit's build%s", k.executable, err, k.remedy())
 	}
 	if string(answer) != confirmed {
-		return fmt.Errorf("the run's keeper answered %q, not %q", answer, confirmed)
+		return fmt.Errorf("the run's keeper (%s) answered %q, not %q%s", k.executable, answer, confirmed, k.remedy())
 	}
 	return nil
+}
+
+// remedy is what to do about a keeper that does not speak this protocol: a
+// bwrapkit-helper of another build (or no helper at all) beside bwrapkit.
+func (k *Keeper) remedy() string {
+	if self, err := os.Executable(); err == nil && self == k.executable {
+		return "" // bwrapkit itself, or the program embedding it: the same build
+	}
+	return fmt.Sprintf("; if %s is not from the same build as this bwrapkit, replace it with that build's, or remove it (bwrapkit is then its own keeper)", k.executable)
 }
 
 // Exited is closed when the keeper process exits, so that a run notices a keeper that died

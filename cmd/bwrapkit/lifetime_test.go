@@ -44,36 +44,17 @@ wait
 func TestLiveKilledRunLeavesNothing(t *testing.T) {
 	bwraps := livetest.Bwraps(t)
 	takeover := buildTakeover(t)
-	const kills, concurrent = 300, 8
-	cgroupsBefore := runCgroupDirs()
-	var mu sync.Mutex
-	survived := 0
-	var wg sync.WaitGroup
-	for worker := range concurrent {
-		wg.Go(func() {
-			for trial := worker; trial < kills; trial += concurrent {
-				bwrap := bwraps[trial%len(bwraps)]
-				// A third within the first 30 ms, where bwrap clones and maps its child.
-				delay := time.Duration(rand.Int64N(int64(400 * time.Millisecond)))
-				if trial%3 == 0 {
-					delay = time.Duration(rand.Int64N(int64(30 * time.Millisecond)))
-				}
-				group := trial%2 == 1
-				if left := killRunAt(t, bwrap.Path, takeover, delay, group); left != "" {
-					mu.Lock()
-					survived++
-					mu.Unlock()
-					t.Errorf("%s, SIGKILL of bwrapkit%s after %v: %s", bwrap.Name, map[bool]string{true: "'s process group"}[group], delay, left)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	const kills = 300
+	survived := killTrials(t, bwraps, kills, 8, func(trial int) time.Duration {
+		if trial%3 == 0 {
+			// A third within the first 30 ms, where bwrap clones and maps its child.
+			return time.Duration(rand.Int64N(int64(30 * time.Millisecond)))
+		}
+		return time.Duration(rand.Int64N(int64(400 * time.Millisecond)))
+	}, func(bwrap string, delay time.Duration, group bool) string {
+		return killRunAt(t, bwrap, takeover, delay, group)
+	})
 	t.Logf("%d SIGKILLs at random moments, %d left something of the run alive", kills, survived)
-	// The keeper also removes the run's cgroups (as root here), whenever bwrapkit died.
-	if leaked := leakedCgroups(cgroupsBefore); len(leaked) > 0 {
-		t.Errorf("%d run cgroups left behind by the killed runs: %v", len(leaked), leaked)
-	}
 }
 
 // TestLiveKilledDoctorLeavesNothing: SIGKILL of `bwrapkit doctor`, or of its process
@@ -89,32 +70,43 @@ func TestLiveKilledDoctorLeavesNothing(t *testing.T) {
 	began := time.Now()
 	_ = timing.Run() // its verdict is the doctor tests' business; its duration is this one's
 	span := max(time.Since(began), 20*time.Millisecond)
-	const kills, concurrent = 60, 4
+	const kills = 60
+	survived := killTrials(t, bwraps, kills, 4, func(int) time.Duration {
+		return time.Duration(rand.Int64N(int64(span)))
+	}, func(bwrap string, delay time.Duration, group bool) string {
+		return killDoctorAt(t, bwrap, delay, group)
+	})
+	t.Logf("%d SIGKILLs of a doctor at random moments within %v, %d left a sandbox alive", kills, span, survived)
+}
+
+// killTrials runs kills trials, concurrent at a time, each with the next of bwraps, a
+// delay and, every other one, the whole process group as the target; trial says what of
+// its run is left alive after the kill ("" for nothing), and each such one fails the test.
+// So do run cgroups left behind: the keeper removes them (as root here) whenever its
+// bwrapkit died. It returns how many trials left something alive.
+func killTrials(t *testing.T, bwraps []livetest.Bwrap, kills, concurrent int, delay func(trial int) time.Duration, trial func(bwrap string, delay time.Duration, group bool) string) int {
 	cgroupsBefore := runCgroupDirs()
 	var mu sync.Mutex
 	survived := 0
 	var wg sync.WaitGroup
 	for worker := range concurrent {
 		wg.Go(func() {
-			for trial := worker; trial < kills; trial += concurrent {
-				bwrap := bwraps[trial%len(bwraps)]
-				delay := time.Duration(rand.Int64N(int64(span)))
-				group := trial%2 == 1
-				if left := killDoctorAt(t, bwrap.Path, delay, group); left != "" {
+			for n := worker; n < kills; n += concurrent {
+				bwrap, after, group := bwraps[n%len(bwraps)], delay(n), n%2 == 1
+				if left := trial(bwrap.Path, after, group); left != "" {
 					mu.Lock()
 					survived++
 					mu.Unlock()
-					t.Errorf("%s, SIGKILL of the doctor%s after %v: %s", bwrap.Name, map[bool]string{true: "'s process group"}[group], delay, left)
+					t.Errorf("%s, SIGKILL of bwrapkit%s after %v: %s", bwrap.Name, map[bool]string{true: "'s process group"}[group], after, left)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	t.Logf("%d SIGKILLs of a doctor at random moments within %v, %d left a sandbox alive", kills, span, survived)
-	// Kept, the killed doctors' runs leave no cgroup either (as root here).
 	if leaked := leakedCgroups(cgroupsBefore); len(leaked) > 0 {
-		t.Errorf("%d run cgroups left behind by the killed doctors: %v", len(leaked), leaked)
+		t.Errorf("%d run cgroups left behind by the killed runs: %v", len(leaked), leaked)
 	}
+	return survived
 }
 
 // killDoctorAt runs a doctor over a cache of its own, SIGKILLs it (or its group) after
@@ -124,6 +116,18 @@ func killDoctorAt(t *testing.T, bwrap string, delay time.Duration, group bool) s
 	environ, cache := attackEnv(t, bwrap)
 	cmd := exec.Command(builtBinary, "doctor", "--output", os.DevNull)
 	cmd.Env = environ
+	killAt(t, cmd, delay, group)
+	t.Cleanup(func() { killNaming(cache) })
+	removePlantedSecrets(t, cache)
+	if left := aliveNaming(cache); left != "" {
+		return "the doctor's cache: " + left
+	}
+	return ""
+}
+
+// killAt starts cmd in a process group of its own, SIGKILLs it (or its group) after delay,
+// and reaps it.
+func killAt(t *testing.T, cmd *exec.Cmd, delay time.Duration, group bool) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
@@ -136,22 +140,28 @@ func killDoctorAt(t *testing.T, bwrap string, delay time.Duration, group bool) s
 		_ = cmd.Process.Kill()
 	}
 	_ = cmd.Wait()
-	t.Cleanup(func() { killNaming(cache) })
-	removePlantedSecrets(t, cache)
+}
+
+// aliveNaming waits up to a second for no process to name dir in its command line, and
+// says what still does ("" for nothing).
+func aliveNaming(dir string) string {
 	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) && len(naming(cache)) > 0 {
+	for time.Now().Before(deadline) && len(naming(dir)) > 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if left := naming(cache); len(left) > 0 {
-		return fmt.Sprintf("processes still name the doctor's cache after 1s: %s; keepers alive: %v", describe(left), keepersOf(left))
+	if left := naming(dir); len(left) > 0 {
+		return fmt.Sprintf("processes still name it after 1s: %s; keepers alive: %v", describe(left), keepersOf(left))
 	}
 	return ""
 }
 
 // removePlantedSecrets removes what secrets-hidden of a doctor killed mid-run left in
-// /root (the test's HOME is its own): the file named by that doctor's token, which its
-// fd canary in cache carries, and no other doctor's.
+// /root, where a root doctor plants too (the test's HOME is its own): the file named by
+// that doctor's token, which its fd canary in cache carries, and no other doctor's.
 func removePlantedSecrets(t *testing.T, cache string) {
+	if os.Geteuid() != 0 {
+		return
+	}
 	canaries, _ := filepath.Glob(filepath.Join(cache, "bwrapkit", "selftest", "*", "fd-canary-*"))
 	for _, canary := range canaries {
 		token := strings.TrimPrefix(filepath.Base(canary), "fd-canary-")
@@ -194,28 +204,12 @@ func killRunAt(t *testing.T, bwrap, takeover string, delay time.Duration, group 
 	environ, _ := attackEnv(t, bwrap)
 	cmd := exec.Command(builtBinary, "run", "--workdir", workdir, "--", "sh", script, workdir)
 	cmd.Env = environ
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A survivor holds the stderr pipe: Wait must not wait for it (the check below says).
 	cmd.Stderr = new(bytes.Buffer)
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(delay)
-	if group {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	} else {
-		_ = cmd.Process.Kill()
-	}
-	_ = cmd.Wait()
+	killAt(t, cmd, delay, group)
 	t.Cleanup(func() { killNaming(workdir) })
-
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) && len(naming(workdir)) > 0 {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if left := naming(workdir); len(left) > 0 {
-		return fmt.Sprintf("processes still name the workdir after 1s: %s; keepers alive: %v", describe(left), keepersOf(left))
+	if left := aliveNaming(workdir); left != "" {
+		return "the workdir: " + left
 	}
 	// Nothing names the workdir; no heartbeat may still grow either (a process that did
 	// not keep the workdir in its command line, the takeover's own children).

@@ -163,6 +163,45 @@ func envInt(name string, fallback int) int {
 	return fallback
 }
 
+// TestLiveSilentKeeperIsNamedBeforeTheLaunchBound: a keeper that stays alive and never
+// answers (a bwrapkit-helper of another build that waits on its input) is refused as the
+// keeper, before the launch's own bound ends the run as a slow launch: a caller such as
+// the doctor tries a slow launch again for twice as long, and would name the wrong cause.
+func TestLiveSilentKeeperIsNamedBeforeTheLaunchBound(t *testing.T) {
+	forEachBwrap(t, func(t *testing.T, bwrap string) {
+		policy, err := NewPolicy(Request{Workdir: livetest.TempDir(t)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent := filepath.Join(livetest.TempDir(t), "silent-keeper")
+		if err := livetest.WriteProgram(silent, []byte("#!/bin/sh\nexec sleep 30\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		marker := filepath.Join(policy.Workdir, "ran")
+		_, err = Run(context.Background(), policy, []string{"/bin/touch", marker}, Options{Bwrap: bwrap, Keeper: silent, LaunchTimeout: 2 * time.Second})
+		var unavailable *UnavailableError
+		if !errors.As(err, &unavailable) || unavailable.Reason != ReasonHardening || !strings.Contains(err.Error(), "keeper ("+silent+")") {
+			t.Errorf("a keeper that never answers, launch bound 2s: %v, want a hardening refusal naming the keeper, not a launch timeout", err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Error("the command ran although its keeper never said it holds the sandbox")
+		}
+	})
+}
+
+func TestConfirmBound(t *testing.T) {
+	for _, c := range []struct{ left, want time.Duration }{
+		{2 * time.Second, 2*time.Second - confirmMargin}, // ends just before the launch's
+		{time.Hour, keeperConfirmBound},                  // never longer than its own bound
+		{confirmMargin, keeperConfirmBound},              // too close: the launch's bound decides
+		{-time.Second, keeperConfirmBound},
+	} {
+		if got := confirmBound(c.left); got != c.want {
+			t.Errorf("confirmBound(%v) = %v, want %v", c.left, got, c.want)
+		}
+	}
+}
+
 // TestLiveKeptRunSaysSo: a run with a keeper says so, one without says it is unkept, a
 // keeper that cannot start refuses the run before bwrap, and one that starts but never
 // says it holds the sandbox (it died early, or is a keeper of another build) refuses it

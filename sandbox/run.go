@@ -410,6 +410,7 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 		launchTimeout = defaultLaunchTimeout
 	}
 	launchTimer := time.NewTimer(launchTimeout)
+	launchDeadline := time.Now().Add(launchTimeout)
 	defer launchTimer.Stop()
 	gateCtx, stopGate := context.WithCancel(ctx)
 	defer stopGate()
@@ -436,7 +437,7 @@ wait:
 					continue
 				}
 			}
-			gated = gate(gateCtx, pid, plan, filter, keeperHolds(keeper))
+			gated = gate(gateCtx, pid, plan, filter, keeperHolds(keeper, launchDeadline))
 		case err := <-gated:
 			gated = nil
 			if err != nil {
@@ -635,16 +636,32 @@ func joinNetwork(pid, initFD int, joiner Joiner) error {
 // is for a host so loaded that a process start takes seconds.
 const keeperConfirmBound = 10 * time.Second
 
+// confirmMargin is how much sooner than the launch's bound the keeper's wait ends.
+const confirmMargin = 100 * time.Millisecond
+
+// confirmBound is the keeper's wait, given what is left of the launch's bound: up to
+// keeperConfirmBound, ending confirmMargin before the launch's; the whole of
+// keeperConfirmBound when that is too close to tell apart (the launch's bound decides).
+func confirmBound(launchLeft time.Duration) time.Duration {
+	if left := launchLeft - confirmMargin; left > 0 && left < keeperConfirmBound {
+		return left
+	}
+	return keeperConfirmBound
+}
+
 // keeperHolds is the gate's last condition when the run has a keeper: the keeper has said
 // it holds the sandbox's pid 1. Without it, a keeper that died early or does not speak
 // this protocol would leave the command running unkept without a word; with it, the
 // command never starts then (refused, reason hardening). nil: no keeper, nothing to wait.
-func keeperHolds(keeper *lifetime.Keeper) func() error {
+// The wait ends a moment before the launch's own bound (launchDeadline), so that a keeper
+// that never answers (a bwrapkit-helper of another build) is named as the cause, not
+// reported as a slow launch, which the doctor would try again for twice as long.
+func keeperHolds(keeper *lifetime.Keeper, launchDeadline time.Time) func() error {
 	if keeper == nil {
 		return nil
 	}
 	return func() error {
-		if err := keeper.Confirm(keeperConfirmBound); err != nil {
+		if err := keeper.Confirm(confirmBound(time.Until(launchDeadline))); err != nil {
 			return &UnavailableError{Reason: ReasonHardening, Err: err}
 		}
 		return nil

@@ -96,7 +96,7 @@ func (k *Keeper) Confirm(bound time.Duration) error {
 	answer := make([]byte, len(confirmed))
 	if _, err := io.ReadFull(k.confirm, answer); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return fmt.Errorf("the run's keeper (%s) did not confirm within %v that it holds the sandbox%s", k.executable, bound, k.remedy())
+			return fmt.Errorf("the run's keeper (%s) did not confirm within %v that it holds the sandbox%s", k.executable, bound.Round(time.Millisecond), k.remedy())
 		}
 		return fmt.Errorf("the run's keeper (%s) did not confirm that it holds the sandbox (%v): it exited, or is not a keeper of this bwrapkit's build%s", k.executable, err, k.remedy())
 	}

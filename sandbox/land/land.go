@@ -144,9 +144,10 @@ func HoldLandings(layerDir string, bound time.Duration) (release func()) {
 }
 
 // lockLandings waits for the landing lock (root, locked exclusively) and returns its
-// release. The lock is the kernel's: it goes with a bwrapkit that dies while holding it. The wait has no bound of its own (another run's
-// landing may copy for a while, as long as its command made it), so it gives up when
-// interrupt closes: a signal must end a run that waits, as it ends one that runs.
+// release. The lock is the kernel's: it goes with a bwrapkit that dies while holding it.
+// The wait has no bound of its own (another run's landing may copy for a while, as long
+// as its command made it), so it gives up when interrupt closes: a signal must end a run
+// that waits, as it ends one that runs.
 func lockLandings(root string, interrupt <-chan struct{}) (func(), error) {
 	dir, err := layerdir.Open(root)
 	if err != nil {

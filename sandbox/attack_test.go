@@ -298,48 +298,64 @@ func TestLiveProtectedPathsSurviveAHostileRun(t *testing.T) {
 // TestLiveSubmoduleGitdirCannotBeRedirected: a submodule's gitfile rewritten to a gitdir
 // the command made, with core.fsmonitor set, would make a later host `git status` run
 // the command's code. The gitfile must stay as it was, and a host git must run nothing.
+//
+// With a split index (core.splitIndex) the gitlink lives in the shared index beside
+// .git/index, which bwrapkit once did not read: the gitfile was left writable, and the
+// host git status below ran the command's fsmonitor.
 func TestLiveSubmoduleGitdirCannotBeRedirected(t *testing.T) {
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
 		livetest.Skip(t, "no git on PATH (apt-get install git)")
 	}
 	forEachBwrap(t, func(t *testing.T, bwrap string) {
-		workdir := livetest.TempDir(t)
-		git := func(args ...string) string {
-			cmd := exec.Command(gitPath, append([]string{"-C", workdir}, args...)...)
-			cmd.Env = []string{"HOME=" + workdir, "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin"}
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("git %v: %v\n%s", args, err, out)
-			}
-			return string(out)
-		}
-		git("init", "-q")
-		os.MkdirAll(filepath.Join(workdir, ".git", "modules"), 0o755)
-		git("init", "-q", "--separate-git-dir", filepath.Join(workdir, ".git", "modules", "sub"), "sub")
-		git("update-index", "--add", "--cacheinfo", "160000,1111111111111111111111111111111111111111,sub")
-		gitfile := filepath.Join(workdir, "sub", ".git")
-		original, err := os.ReadFile(gitfile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		marker := filepath.Join(livetest.TempDir(t), "fsmonitor-ran")
-		evil := filepath.Join(workdir, ".evil")
-		for _, dir := range []string{"objects", "refs"} {
-			os.MkdirAll(filepath.Join(evil, dir), 0o755)
-		}
-		os.WriteFile(filepath.Join(evil, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
-		os.WriteFile(filepath.Join(evil, "config"), []byte("[core]\n\tfsmonitor = touch "+marker+"\n"), 0o644)
-
-		out := mustRun(t, sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir}}, "rewrite", gitfile, "gitdir: ../.evil\n")
-		if data, _ := os.ReadFile(gitfile); string(data) != string(original) {
-			t.Errorf("the submodule's gitfile was redirected: %q\n%s", data, out)
-		}
-		git("status", "--porcelain")
-		if _, err := os.Stat(marker); err == nil {
-			t.Errorf("a host git status ran the command's fsmonitor")
+		for _, split := range []bool{false, true} {
+			t.Run(map[bool]string{false: "index", true: "split index"}[split], func(t *testing.T) {
+				submoduleRedirect(t, gitPath, bwrap, split)
+			})
 		}
 	})
+}
+
+// submoduleRedirect is one trial of TestLiveSubmoduleGitdirCannotBeRedirected.
+func submoduleRedirect(t *testing.T, gitPath, bwrap string, split bool) {
+	workdir := livetest.TempDir(t)
+	git := func(args ...string) string {
+		cmd := exec.Command(gitPath, append([]string{"-C", workdir}, args...)...)
+		cmd.Env = []string{"HOME=" + workdir, "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	git("init", "-q")
+	os.MkdirAll(filepath.Join(workdir, ".git", "modules"), 0o755)
+	git("init", "-q", "--separate-git-dir", filepath.Join(workdir, ".git", "modules", "sub"), "sub")
+	git("update-index", "--add", "--cacheinfo", "160000,1111111111111111111111111111111111111111,sub")
+	if split {
+		git("update-index", "--split-index")
+	}
+	gitfile := filepath.Join(workdir, "sub", ".git")
+	original, err := os.ReadFile(gitfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(livetest.TempDir(t), "fsmonitor-ran")
+	evil := filepath.Join(workdir, ".evil")
+	for _, dir := range []string{"objects", "refs"} {
+		os.MkdirAll(filepath.Join(evil, dir), 0o755)
+	}
+	os.WriteFile(filepath.Join(evil, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(evil, "config"), []byte("[core]\n\tfsmonitor = touch "+marker+"\n"), 0o644)
+
+	out := mustRun(t, sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir}}, "rewrite", gitfile, "gitdir: ../.evil\n")
+	if data, _ := os.ReadFile(gitfile); string(data) != string(original) {
+		t.Errorf("the submodule's gitfile was redirected: %q\n%s", data, out)
+	}
+	git("status", "--porcelain")
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("a host git status ran the command's fsmonitor")
+	}
 }
 
 // TestLiveRootCannotWriteHostSysctls: a root caller's command is host uid 0 inside, and

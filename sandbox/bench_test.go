@@ -2,11 +2,13 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,5 +199,45 @@ func BenchmarkNewPolicyManyPaths(b *testing.B) {
 		if _, err := NewPolicy(Request{Workdir: workdir, ReadOnly: paths, WorkdirMode: string(WorkdirDirect)}, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkNewPolicyLargeRepository is a policy for a repository of 80,000 files (an
+// 8 MB index, the size of a large monorepo's), with the workdir at its top (the index
+// read for its submodules and the landing's guards) and in a subdirectory (and for the
+// enclosing repository). The index used to be read and copied for each check that
+// needs it: 12.3 and 20.6 ms on this project's test host, now 1.7 and 2.8 (mapped, once).
+func BenchmarkNewPolicyLargeRepository(b *testing.B) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		b.Skip("no git")
+	}
+	repo := livetest.TempDir(b)
+	var list strings.Builder
+	for dir := range 400 {
+		for file := range 200 {
+			fmt.Fprintf(&list, "100644 %040x\tsrc/d%03d/file_with_a_longish_name_%03d.c\n", dir*200+file+1, dir, file)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"update-index", "--index-info"}} {
+		cmd := exec.Command(gitPath, append([]string{"-C", repo}, args...)...)
+		cmd.Env = []string{"HOME=" + repo, "GIT_CONFIG_NOSYSTEM=1"}
+		cmd.Stdin = strings.NewReader(list.String())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	subdir := filepath.Join(repo, "src", "d001")
+	if err := os.MkdirAll(subdir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for name, workdir := range map[string]string{"top": repo, "subdirectory": subdir} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := NewPolicy(Request{Workdir: workdir, WorkdirMode: string(WorkdirTransactional)}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -13,9 +13,10 @@ import (
 
 // protectGit adds to the policy what a host git would follow from the workdir, with a
 // commit-mode run's writable parts of .git taken out, and shows a linked worktree's or
-// an enclosing repository's gitdir read-only.
-func (policy *Policy) protectGit(env []string) error {
-	gitProtected, err := gitmeta.Entries(policy.Workdir)
+// an enclosing repository's gitdir read-only. indexes are the policy's git indexes, each
+// read once (the landing's guards read them too).
+func (policy *Policy) protectGit(env []string, indexes *gitmeta.Indexes) error {
+	gitProtected, err := gitmeta.Entries(policy.Workdir, indexes)
 	if err != nil {
 		return &PolicyError{"workdir", policy.Workdir, err.Error()}
 	}
@@ -28,7 +29,7 @@ func (policy *Policy) protectGit(env []string) error {
 	if err := policy.bindWorktreeGitdir(); err != nil {
 		return err
 	}
-	if err := policy.bindEnclosingGitdir(); err != nil {
+	if err := policy.bindEnclosingGitdir(indexes); err != nil {
 		return err
 	}
 	if policy.Git == GitCommit {
@@ -56,7 +57,7 @@ func (policy *Policy) bindWorktreeGitdir() error {
 }
 
 // bindEnclosingGitdir makes the enclosing repository's .git visible read-only.
-func (policy *Policy) bindEnclosingGitdir() error {
+func (policy *Policy) bindEnclosingGitdir(indexes *gitmeta.Indexes) error {
 	gitdir := gitmeta.EnclosingGitDir(policy.Workdir)
 	if gitdir == "" {
 		return nil
@@ -70,7 +71,7 @@ func (policy *Policy) bindEnclosingGitdir() error {
 	// Its submodules inside the workdir are entered by a host git at the top, and its
 	// hooks or config may lead into the workdir (a monorepo's .git/hooks linked to
 	// tools/hooks, and the workdir tools/).
-	protect, err := gitmeta.Submodules(policy.Workdir, filepath.Dir(gitdir), gitdir, policy.Protect)
+	protect, err := gitmeta.Submodules(policy.Workdir, filepath.Dir(gitdir), gitdir, policy.Protect, indexes)
 	if err != nil {
 		return &PolicyError{"workdir", policy.Workdir, err.Error()}
 	}

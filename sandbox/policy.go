@@ -229,6 +229,8 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 	// Each --ro, --rw and --path is resolved more than once below (its bind, its link's
 	// parent, the project HOME's key), and most share their parents: one answer each.
 	resolve := resolver{}
+	// The landing's guards and the git protection below read the same git indexes.
+	indexes := &gitmeta.Indexes{}
 	var privilege string // the project HOME's key (privilegeKey), the same for its plan and its making
 	policy := Policy{Workdir: workdir, Network: request.Network, Limits: bounds, Host: scanHost(env), Git: git, User: callerName(env),
 		WorkdirMode: mode, Guarded: guarded, KeepAbandoned: request.KeepAbandoned, SelfInside: selfInside, LandMaxEntries: request.LandMaxEntries}
@@ -239,7 +241,7 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 	if mode != WorkdirDirect {
 		// Where the layers will be, made only once every check has passed (below).
 		policy.LayerRoot = layers
-		policy.Guarded = append(policy.Guarded, gitmeta.WorkTreeGuarded(workdir, getenv("HOME"), gitmeta.ConfigEnv(getenv))...)
+		policy.Guarded = append(policy.Guarded, gitmeta.WorkTreeGuarded(workdir, getenv("HOME"), gitmeta.ConfigEnv(getenv), indexes)...)
 	}
 	if request.HomeDir != "" {
 		home, err := resolveDir("home_dir", request.HomeDir)
@@ -327,7 +329,7 @@ func NewPolicy(request Request, env []string) (Policy, error) {
 		}
 		policy.Protect = append(policy.Protect, protected)
 	}
-	if err := policy.protectGit(env); err != nil {
+	if err := policy.protectGit(env, indexes); err != nil {
 		return Policy{}, err
 	}
 	if policy.Cwd, err = resolveCwd(workdir, request.Cwd); err != nil {

@@ -1493,11 +1493,29 @@ into: entry.GitOK = true || indexOK(gitDir, file, refuses)
 test: ./cmd/bwrapkit TestLiveTransactionalGitCommit
 what: --git commit: the command's index is verified at all
 
-file: sandbox/gitmeta/entries.go
-line: if mode&0o170000 == 0o160000 && !strings.Contains(name, "\x00") {
+file: sandbox/gitmeta/index.go
+line: if mode&0o170000 == 0o160000 && len(name) > 0 {
 into: if false {
 test: ./sandbox/gitmeta TestIndexGitlinksOfRealIndexes
 what: the index parser finds gitlinks
+
+file: sandbox/gitmeta/index.go
+line: if err != nil || link == nil {
+into: if true {
+test: ./sandbox/gitmeta TestSplitIndexGitlinks
+what: a split index's shared part is read for its submodules (one left out had its gitfile writable, and a host git status ran the command's fsmonitor)
+
+file: sandbox/gitmeta/index.go
+line: visit(name, modes[next])
+into: _ = modes[next]
+test: ./sandbox/gitmeta TestSplitIndexGitlinks
+what: a shared entry a split index replaces with a submodule is found as one
+
+file: sandbox/gitmeta/index.go
+line: if len(shared) < 12+hashSize || !bytes.Equal(shared[len(shared)-hashSize:], name) {
+into: if len(shared) < 12+hashSize {
+test: ./sandbox/gitmeta TestSplitIndexWithoutItsSharedPartIsAnError
+what: a shared index other than the one the split index names is refused, as git refuses it
 
 file: sandbox/policytrust.go
 line: if dir != "" && within(dir, real) {
@@ -1544,7 +1562,7 @@ what: a refused entry is never applied
 file: sandbox/gitmeta/entries.go
 line: if version < 2 || version > 4 {
 into: if false {
-test: ./sandbox/gitmeta TestParseIndexGitlinksRefusesDamage
+test: ./sandbox/gitmeta TestParseIndexRefusesDamage
 what: the index parser refuses an index version it does not know
 
 file: sandbox/gitmeta/entries.go

@@ -111,7 +111,7 @@ func Audit(workdir string, protect []string) ([]string, error) {
 			planted = append(planted, path)
 		}
 	}
-	gitlinks, err := indexGitlinks(filepath.Join(top, "index"))
+	gitlinks, err := indexGitlinks(filepath.Join(top, "index")) // the command's index: read afresh
 	if err != nil {
 		// An index bwrapkit cannot read may hide a gitlink: say so, move nothing.
 		return nil, fmt.Errorf("after the run, .git/index cannot be read to check for added submodules: %w", err)

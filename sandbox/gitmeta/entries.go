@@ -26,7 +26,7 @@ const maxIndexSize = 256 << 20
 // Entries lists the paths under workdir to protect for git, each as the lexical path
 // (no symlink resolved). A .git that is a symlink is refused: the link itself lives in
 // the writable workdir and could be retargeted during the run.
-func Entries(workdir string) ([]string, error) {
+func Entries(workdir string, indexes *Indexes) ([]string, error) {
 	top := filepath.Join(workdir, ".git")
 	info, err := os.Lstat(top)
 	switch {
@@ -62,7 +62,7 @@ func Entries(workdir string) ([]string, error) {
 		}
 		gitdir = target
 	}
-	return Submodules(workdir, workdir, gitdir, entries)
+	return Submodules(workdir, workdir, gitdir, entries, indexes)
 }
 
 // maxRepositories bounds how many repositories (the top one and its submodules at every
@@ -76,8 +76,8 @@ const maxRepositories = 10000
 // submodule's own status, enters each); and for every gitdir on the way, what it
 // really is and what its config and hooks lead to inside workdir (LinkedInto). top is
 // the workdir itself, or the top of the repository the workdir lies in.
-func Submodules(workdir, top, gitdir string, entries []string) ([]string, error) {
-	entries, _, err := walkSubmodules(workdir, top, gitdir, entries)
+func Submodules(workdir, top, gitdir string, entries []string, indexes *Indexes) ([]string, error) {
+	entries, _, err := walkSubmodules(workdir, top, gitdir, entries, indexes)
 	return entries, err
 }
 
@@ -85,7 +85,7 @@ func Submodules(workdir, top, gitdir string, entries []string) ([]string, error)
 type repository struct{ top, gitdir string }
 
 // walkSubmodules is Submodules, and also every submodule repository it walked.
-func walkSubmodules(workdir, top, gitdir string, entries []string) ([]string, []repository, error) {
+func walkSubmodules(workdir, top, gitdir string, entries []string, indexes *Indexes) ([]string, []repository, error) {
 	pending := []repository{{top, gitdir}}
 	var walkedRepos []repository
 	for walked := 0; len(pending) > 0; walked++ {
@@ -99,7 +99,7 @@ func walkSubmodules(workdir, top, gitdir string, entries []string) ([]string, []
 			return nil, nil, err
 		}
 		entries = append(entries, linked...)
-		gitlinks, err := indexGitlinks(filepath.Join(repo.gitdir, "index"))
+		gitlinks, err := indexes.links(filepath.Join(repo.gitdir, "index"))
 		if err != nil {
 			return nil, nil, fmt.Errorf("cannot read %s to find submodules: %v", filepath.Join(repo.gitdir, "index"), err)
 		}
@@ -192,60 +192,11 @@ func gitfileTarget(gitfile string) (string, error) {
 	return filepath.Clean(target), nil
 }
 
-// indexGitlinks returns the paths of the gitlink (mode 160000) entries of a git index,
-// versions 2 to 4. A missing index has none.
-func indexGitlinks(path string) ([]string, error) {
-	data, err := safefile.ReadFile(path, maxIndexSize)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return parseIndexGitlinks(data, objectHashSize(filepath.Dir(path)))
-}
-
-// parseIndexGitlinks is the pure half of indexGitlinks; hashSize is the repository's
-// object id size (20 for SHA-1, 32 for SHA-256).
-func parseIndexGitlinks(data []byte, hashSize int) ([]string, error) {
-	var gitlinks []string
-	err := walkIndex(data, hashSize, func(name string, mode uint32) bool {
-		if mode&0o170000 == 0o160000 && !strings.Contains(name, "\x00") {
-			gitlinks = append(gitlinks, name)
-		}
-		return true
-	})
-	return gitlinks, err
-}
-
-// walkIndex calls visit with each entry's path and mode of a git index, versions 2 to 4,
-// until visit returns false (see git's Documentation/gitformat-index.txt).
-func walkIndex(data []byte, hashSize int, visit func(name string, mode uint32) bool) error {
-	_, err := walkIndexEnd(data, hashSize, visit)
-	return err
-}
-
-// indexExtensions are the signatures of a whole index's extensions ("TREE", "link" for
-// a split index, ...), in order.
-func indexExtensions(data []byte, hashSize int) ([]string, error) {
-	offset, err := walkIndexEnd(data, hashSize, func(string, uint32) bool { return true })
-	if err != nil {
-		return nil, err
-	}
-	var signatures []string
-	for trailer := len(data) - hashSize; offset+8 <= trailer; {
-		size := int(binary.BigEndian.Uint32(data[offset+4 : offset+8]))
-		signatures = append(signatures, string(data[offset:offset+4]))
-		if size < 0 || offset+8+size > trailer {
-			return signatures, errors.New("index extension truncated")
-		}
-		offset += 8 + size
-	}
-	return signatures, nil
-}
-
-// walkIndexEnd is walkIndex, also returning where the entries end.
-func walkIndexEnd(data []byte, hashSize int, visit func(name string, mode uint32) bool) (int, error) {
+// walkIndexEnd calls visit (when not nil) with each entry's path and mode of a git index,
+// versions 2 to 4 (see git's Documentation/gitformat-index.txt), and returns the offset
+// where the entries end and the extensions begin. name is valid only during the call:
+// no entry costs an allocation, and a large repository's index has 100,000 of them.
+func walkIndexEnd(data []byte, hashSize int, visit func(name []byte, mode uint32)) (int, error) {
 	if len(data) < 12 || !bytes.Equal(data[:4], []byte("DIRC")) {
 		return 0, errors.New("not a git index")
 	}
@@ -255,7 +206,7 @@ func walkIndexEnd(data []byte, hashSize int, visit func(name string, mode uint32
 	}
 	count := binary.BigEndian.Uint32(data[8:12])
 	offset := 12
-	var previous string
+	var name []byte // version 4: the previous path, which the next one shares a prefix of
 	for i := uint32(0); i < count; i++ {
 		// ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each), oid, flags (2)
 		fixed := 40 + hashSize + 2
@@ -273,35 +224,52 @@ func walkIndexEnd(data []byte, hashSize int, visit func(name string, mode uint32
 			return 0, errors.New("index truncated")
 		}
 		rest := data[offset+header:]
-		var name string
 		var consumed int
 		if version == 4 {
 			strip, n := binary.Uvarint(rest)
-			if n <= 0 || strip > uint64(len(previous)) {
+			if n <= 0 || strip > uint64(len(name)) {
 				return 0, errors.New("index path prefix corrupt")
 			}
 			end := bytes.IndexByte(rest[n:], 0)
 			if end < 0 {
 				return 0, errors.New("index path unterminated")
 			}
-			name = previous[:len(previous)-int(strip)] + string(rest[n:n+end])
+			name = append(name[:len(name)-int(strip)], rest[n:n+end]...)
 			consumed = header + n + end + 1
 		} else {
 			end := bytes.IndexByte(rest, 0)
 			if end < 0 {
 				return 0, errors.New("index path unterminated")
 			}
-			name = string(rest[:end])
+			name = rest[:end]
 			// Entries are padded with 1 to 8 NULs to a multiple of eight bytes.
 			consumed = (header + end + 8) &^ 7
 		}
 		offset += consumed
-		previous = name
-		if !visit(name, mode) {
-			return offset, nil
+		if visit != nil {
+			visit(name, mode)
 		}
 	}
 	return offset, nil
+}
+
+// indexExtensions are the signatures of a whole index's extensions ("TREE", "link" for
+// a split index, ...), in order.
+func indexExtensions(data []byte, hashSize int) ([]string, error) {
+	offset, err := walkIndexEnd(data, hashSize, nil)
+	if err != nil {
+		return nil, err
+	}
+	var signatures []string
+	for trailer := len(data) - hashSize; offset+8 <= trailer; {
+		size := int(binary.BigEndian.Uint32(data[offset+4 : offset+8]))
+		signatures = append(signatures, string(data[offset:offset+4]))
+		if size < 0 || offset+8+size > trailer {
+			return signatures, errors.New("index extension truncated")
+		}
+		offset += 8 + size
+	}
+	return signatures, nil
 }
 
 // objectHashSize is the size of the object ids of the repository whose gitdir is given:

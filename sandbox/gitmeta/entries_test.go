@@ -57,19 +57,27 @@ func TestIndexGitlinksOfRealIndexes(t *testing.T) {
 	}
 }
 
-func TestParseIndexGitlinksRefusesDamage(t *testing.T) {
+func TestParseIndexRefusesDamage(t *testing.T) {
 	for _, data := range [][]byte{nil, []byte("DIRC"), []byte("DIRC\x00\x00\x00\x09\x00\x00\x00\x00"), []byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x05")} {
-		if _, err := parseIndexGitlinks(data, 20); err == nil {
+		if err := scanIndexData(data, 20, noShared, ignore); err == nil {
 			t.Errorf("%q parsed", data)
 		}
 	}
 }
 
-// FuzzParseIndexGitlinks: no index, however damaged, makes the parser panic or hang.
-func FuzzParseIndexGitlinks(f *testing.F) {
-	f.Add([]byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x01"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		parseIndexGitlinks(data, 20)
-		parseIndexGitlinks(data, 32)
+// FuzzParseIndex: no index, however damaged, and no shared index beside a split one,
+// makes the parser panic or hang.
+func FuzzParseIndex(f *testing.F) {
+	f.Add([]byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x01"), []byte(nil))
+	f.Fuzz(func(t *testing.T, data, shared []byte) {
+		withShared := func(_ string, fn func([]byte) error) error { return fn(shared) }
+		scanIndexData(data, 20, withShared, ignore)
+		scanIndexData(data, 32, withShared, ignore)
 	})
 }
+
+// noShared is withShared for an index with no shared part beside it.
+func noShared(string, func([]byte) error) error { return os.ErrNotExist }
+
+// ignore is a visit that keeps nothing.
+func ignore([]byte, uint32) {}

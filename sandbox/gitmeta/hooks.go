@@ -30,7 +30,7 @@ import (
 //
 // configEnv are the caller's variables that change which config git reads (ConfigEnv):
 // the caller's own git reads them, so this one does too.
-func WorkTreeGuarded(workdir, home string, configEnv []string) []string {
+func WorkTreeGuarded(workdir, home string, configEnv []string, indexes *Indexes) []string {
 	git, err := exec.LookPath("git")
 	if err != nil {
 		return nil
@@ -50,7 +50,7 @@ func WorkTreeGuarded(workdir, home string, configEnv []string) []string {
 		gitdir, _ = gitfileTarget(dotGit)
 	}
 	if gitdir != "" {
-		_, repos, _ := walkSubmodules(workdir, top, gitdir, []string{dotGit, gitdir})
+		_, repos, _ := walkSubmodules(workdir, top, gitdir, []string{dotGit, gitdir}, indexes)
 		for _, repo := range repos {
 			guarded = append(guarded, guardedIn(ctx, git, workdir, repo.top, repo.gitdir, home, configEnv)...)
 		}

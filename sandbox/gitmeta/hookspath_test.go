@@ -19,7 +19,7 @@ func TestWorkTreeGuardedReadsTheRepositorysHooksPath(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(workdir, ".husky", "_"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := WorkTreeGuarded(workdir, "", nil), []string{filepath.Join(workdir, ".husky", "_")}; !slices.Equal(got, want) {
+	if got, want := WorkTreeGuarded(workdir, "", nil, nil), []string{filepath.Join(workdir, ".husky", "_")}; !slices.Equal(got, want) {
 		t.Errorf("WorkTreeGuarded = %q, want %q", got, want)
 	}
 	// A hooks path outside the work tree is not the work tree's to guard.
@@ -28,7 +28,7 @@ func TestWorkTreeGuardedReadsTheRepositorysHooksPath(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git config: %v: %s", err, out)
 	}
-	if got := WorkTreeGuarded(workdir, "", nil); len(got) != 0 {
+	if got := WorkTreeGuarded(workdir, "", nil, nil); len(got) != 0 {
 		t.Errorf("WorkTreeGuarded with an outside hooks path = %q, want none", got)
 	}
 }
@@ -68,7 +68,7 @@ func TestWorkTreeGuardedReadsTheCallersConfig(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git init: %v: %s", err, out)
 		}
-		if got := WorkTreeGuarded(workdir, home, nil); len(got) != 0 {
+		if got := WorkTreeGuarded(workdir, home, nil, nil); len(got) != 0 {
 			t.Errorf("a repository with no hooks path or include anywhere: %q, want none", got)
 		}
 		path := filepath.Join(home, global)
@@ -79,7 +79,7 @@ func TestWorkTreeGuardedReadsTheCallersConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{filepath.Join(workdir, ".githooks"), filepath.Join(workdir, "team.gitconfig")}
-		if got := WorkTreeGuarded(workdir, home, nil); !slices.Equal(got, want) {
+		if got := WorkTreeGuarded(workdir, home, nil, nil); !slices.Equal(got, want) {
 			t.Errorf("with %s naming them: %q, want %q", global, got, want)
 		}
 	}
@@ -110,7 +110,7 @@ func TestWorkTreeGuardedWhereGitLooksElsewhere(t *testing.T) {
 	}
 	hooks := filepath.Join(sub, "hooks")
 	git(outer, "config", "core.hooksPath", hooks)
-	if got, want := WorkTreeGuarded(sub, "", nil), []string{hooks}; !slices.Equal(got, want) {
+	if got, want := WorkTreeGuarded(sub, "", nil, nil), []string{hooks}; !slices.Equal(got, want) {
 		t.Errorf("under an empty .git: %q, want %q", got, want)
 	}
 	// A .git whose commondir holds the config.
@@ -131,7 +131,7 @@ func TestWorkTreeGuardedWhereGitLooksElsewhere(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dotGit, "commondir"), []byte(common+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := WorkTreeGuarded(work, "", nil), []string{hooks}; !slices.Equal(got, want) {
+	if got, want := WorkTreeGuarded(work, "", nil, nil), []string{hooks}; !slices.Equal(got, want) {
 		t.Errorf("with a commondir: %q, want %q", got, want)
 	}
 }
@@ -156,11 +156,11 @@ func TestWorkTreeGuardedReadsWhatTheCallersEnvironmentNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	environ := map[string]string{"XDG_CONFIG_HOME": xdg}
-	if got, want := WorkTreeGuarded(workdir, "", ConfigEnv(func(name string) string { return environ[name] })), []string{filepath.Join(workdir, ".xdg-hooks")}; !slices.Equal(got, want) {
+	if got, want := WorkTreeGuarded(workdir, "", ConfigEnv(func(name string) string { return environ[name] }), nil), []string{filepath.Join(workdir, ".xdg-hooks")}; !slices.Equal(got, want) {
 		t.Errorf("with XDG_CONFIG_HOME: %q, want %q", got, want)
 	}
 	environ = map[string]string{"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "include.path", "GIT_CONFIG_VALUE_0": filepath.Join(workdir, "env.gitconfig")}
-	if got, want := WorkTreeGuarded(workdir, "", ConfigEnv(func(name string) string { return environ[name] })), []string{filepath.Join(workdir, "env.gitconfig")}; !slices.Equal(got, want) {
+	if got, want := WorkTreeGuarded(workdir, "", ConfigEnv(func(name string) string { return environ[name] }), nil), []string{filepath.Join(workdir, "env.gitconfig")}; !slices.Equal(got, want) {
 		t.Errorf("with GIT_CONFIG_COUNT: %q, want %q", got, want)
 	}
 }
@@ -194,7 +194,7 @@ func TestWorkTreeGuardedReadsEachSubmodulesConfig(t *testing.T) {
 	os.MkdirAll(filepath.Join(top, "tools", "git-hooks"), 0o755)
 	os.Symlink("tools/git-hooks", filepath.Join(top, ".githooks"))
 	git(top, "config", "core.hooksPath", ".githooks")
-	got := WorkTreeGuarded(top, "", nil)
+	got := WorkTreeGuarded(top, "", nil, nil)
 	for _, want := range []string{".githooks", "tools/git-hooks", "libs/inner/.husky/_"} {
 		if !slices.Contains(got, filepath.Join(top, want)) {
 			t.Errorf("WorkTreeGuarded = %q, missing %s", got, want)
@@ -211,11 +211,11 @@ func TestWorkTreeGuardedKeepsHuskysOwnHooks(t *testing.T) {
 	}
 	workdir := repoWithHooksPath(t, ".husky/_")
 	os.MkdirAll(filepath.Join(workdir, ".husky", "_"), 0o755)
-	if got, want := WorkTreeGuarded(workdir, "", nil), []string{filepath.Join(workdir, ".husky", "_")}; !slices.Equal(got, want) {
+	if got, want := WorkTreeGuarded(workdir, "", nil, nil), []string{filepath.Join(workdir, ".husky", "_")}; !slices.Equal(got, want) {
 		t.Errorf("without husky's runner: WorkTreeGuarded = %q, want %q", got, want)
 	}
 	os.WriteFile(filepath.Join(workdir, ".husky", "_", "h"), []byte("#!/usr/bin/env sh\n"), 0o644)
-	if got, want := WorkTreeGuarded(workdir, "", nil), []string{filepath.Join(workdir, ".husky")}; !slices.Equal(got, want) {
+	if got, want := WorkTreeGuarded(workdir, "", nil, nil), []string{filepath.Join(workdir, ".husky")}; !slices.Equal(got, want) {
 		t.Errorf("with husky's runner: WorkTreeGuarded = %q, want %q", got, want)
 	}
 }

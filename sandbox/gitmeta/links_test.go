@@ -80,7 +80,7 @@ func TestEntriesFollowTheGitdirsLinks(t *testing.T) {
 			if strings.HasPrefix(tc.name, "a hook with") {
 				os.Link(filepath.Join(project, "scripts", "pc"), filepath.Join(project, ".git", "hooks", "pre-commit"))
 			}
-			got, err := Entries(project)
+			got, err := Entries(project, nil)
 			if tc.refuse != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.refuse) {
 					t.Fatalf("Entries = %v, %v; want an error saying %q", got, err, tc.refuse)
@@ -125,7 +125,7 @@ func TestEntriesProtectASubmodulesGitdirInTheProject(t *testing.T) {
 		"vendored/", "vendored-git/config", ".git/modules/vendored -> ../../vendored-git")
 	os.WriteFile(filepath.Join(project, "lib", ".git"), []byte("gitdir: ../lib-git\n"), 0o644)
 	os.WriteFile(filepath.Join(project, "vendored", ".git"), []byte("gitdir: ../.git/modules/vendored\n"), 0o644)
-	got, err := Entries(project)
+	got, err := Entries(project, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestEntriesWalkNestedSubmodules(t *testing.T) {
 	git(top, "submodule", "add", "-q", filepath.Join(root, "mid"), "libs/mid")
 	git(top, "commit", "-qm", "mid")
 	git(top, "submodule", "update", "--init", "--recursive", "-q")
-	got, err := Entries(top)
+	got, err := Entries(top, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestEntriesWalkNestedSubmodules(t *testing.T) {
 	}
 	// The same from a workdir below the top, as the enclosing repository's.
 	workdir := filepath.Join(top, "libs")
-	got, err = Submodules(workdir, top, filepath.Join(top, ".git"), nil)
+	got, err = Submodules(workdir, top, filepath.Join(top, ".git"), nil, nil)
 	if err != nil || !slices.Equal(got, []string{filepath.Join(workdir, "mid", ".git"), filepath.Join(workdir, "mid", "inner", ".git")}) {
 		t.Errorf("Submodules below the top = %v, %v", got, err)
 	}

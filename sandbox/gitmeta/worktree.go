@@ -75,16 +75,7 @@ func EnclosingGitDir(workdir string) string {
 		if !info.IsDir() {
 			return "" // a worktree or submodule further up: not followed
 		}
-		data, err := safefile.ReadFile(filepath.Join(gitdir, "index"), maxIndexSize)
-		if err != nil {
-			return ""
-		}
-		prefix := filepath.ToSlash(strings.TrimPrefix(workdir, dir+"/")) + "/"
-		tracked := false
-		if walkIndex(data, objectHashSize(gitdir), func(name string, _ uint32) bool {
-			tracked = strings.HasPrefix(name, prefix)
-			return !tracked
-		}) != nil || !tracked {
+		if tracked, _ := indexTracks(filepath.Join(gitdir, "index"), filepath.ToSlash(strings.TrimPrefix(workdir, dir+"/"))+"/"); !tracked {
 			return ""
 		}
 		return gitdir

@@ -1,0 +1,219 @@
+package gitmeta
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// gitIn runs the real git in repo, with no user or system config.
+func gitIn(t *testing.T, repo string) func(args ...string) string {
+	t.Helper()
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(gitPath, append([]string{"-C", repo}, args...)...)
+		cmd.Env = []string{"HOME=" + repo, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+}
+
+// TestSplitIndexGitlinks: with a split index (core.splitIndex) most entries live in the
+// shared index beside .git/index; every gitlink real git records is found wherever it
+// lives: in the shared part only, added after the split, or replacing a file's entry
+// (whose name git strips from the split part). A gitlink the split part deletes is still
+// reported (more protection, never less), and git agrees on the rest.
+func TestSplitIndexGitlinks(t *testing.T) {
+	for _, version := range []string{"2", "4"} {
+		t.Run("v"+version, func(t *testing.T) {
+			repo := t.TempDir()
+			git := gitIn(t, repo)
+			git("init", "-q")
+			id := strings.Repeat("1", 40)
+			for _, name := range []string{"a", "b", "becomes-sub", "z"} {
+				os.WriteFile(filepath.Join(repo, name), []byte(name), 0o644)
+			}
+			git("add", ".")
+			for _, sub := range []string{"libs/before", "libs/removed"} {
+				git("update-index", "--add", "--cacheinfo", "160000,"+id+","+sub)
+			}
+			git("update-index", "--index-version", version)
+			git("update-index", "--split-index")
+			git("update-index", "--add", "--cacheinfo", "160000,"+id+",libs/after")
+			git("update-index", "--cacheinfo", "160000,"+id+",becomes-sub")
+			git("update-index", "--force-remove", "libs/removed")
+			os.WriteFile(filepath.Join(repo, "b"), []byte("changed"), 0o644)
+			git("add", "b")
+
+			index := filepath.Join(repo, ".git", "index")
+			data, _ := os.ReadFile(index)
+			if extensions, _ := indexExtensions(data, 20); !slices.Contains(extensions, "link") {
+				t.Fatalf("git wrote no split index (extensions %v)", extensions)
+			}
+			got, err := indexGitlinks(index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"becomes-sub", "libs/after", "libs/before", "libs/removed"}
+			if !slices.Equal(got, want) {
+				t.Errorf("gitlinks %v, want %v", got, want)
+			}
+			// git's own view: each of its gitlinks is among those found.
+			for _, line := range strings.Split(strings.TrimSpace(git("ls-files", "--stage")), "\n") {
+				if mode, rest, _ := strings.Cut(line, " "); mode == "160000" {
+					if _, path, _ := strings.Cut(rest, "\t"); !slices.Contains(got, path) {
+						t.Errorf("git records the gitlink %s, not found", path)
+					}
+				}
+			}
+			for prefix, want := range map[string]bool{"libs/": true, "a": true, "nothing/": false} {
+				if got, err := indexTracks(index, prefix); got != want || err != nil {
+					t.Errorf("tracks %s: %v, %v", prefix, got, err)
+				}
+			}
+		})
+	}
+}
+
+// TestSplitIndexWithoutItsSharedPartIsAnError: a split index whose shared part is gone or
+// is another file is refused (its submodules are unknown), never read as one without any.
+func TestSplitIndexWithoutItsSharedPartIsAnError(t *testing.T) {
+	repo := t.TempDir()
+	git := gitIn(t, repo)
+	git("init", "-q")
+	git("update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("1", 40)+",sub")
+	git("update-index", "--split-index")
+	shared, _ := filepath.Glob(filepath.Join(repo, ".git", "sharedindex.*"))
+	if len(shared) != 1 {
+		t.Fatalf("shared indexes %v", shared)
+	}
+	index := filepath.Join(repo, ".git", "index")
+
+	data, _ := os.ReadFile(shared[0])
+	os.WriteFile(shared[0], append(data[:len(data)-1:len(data)-1], data[len(data)-1]^1), 0o644)
+	if got, err := indexGitlinks(index); err == nil {
+		t.Errorf("a shared index that is not the one named: %v, no error", got)
+	}
+	os.Remove(shared[0])
+	if got, err := indexGitlinks(index); err == nil || !strings.Contains(err.Error(), filepath.Base(shared[0])) {
+		t.Errorf("no shared index: %v, %v", got, err)
+	}
+	workdir := filepath.Join(repo, "sub")
+	os.MkdirAll(workdir, 0o755)
+	if got := EnclosingGitDir(workdir); got != "" {
+		t.Errorf("EnclosingGitDir without the shared index: %q", got)
+	}
+}
+
+// TestEnclosingGitDirSeesTheSharedIndex: a subdirectory whose files the split index keeps
+// in its shared part is tracked, so the enclosing repository is shown (and its submodules
+// below the workdir protected).
+func TestEnclosingGitDirSeesTheSharedIndex(t *testing.T) {
+	repo := t.TempDir()
+	git := gitIn(t, repo)
+	git("init", "-q")
+	workdir := filepath.Join(repo, "project")
+	os.MkdirAll(workdir, 0o755)
+	os.WriteFile(filepath.Join(workdir, "file"), []byte("x"), 0o644)
+	git("add", ".")
+	git("update-index", "--split-index")
+	os.WriteFile(filepath.Join(repo, "other"), []byte("y"), 0o644)
+	git("add", "other")
+	if got, want := EnclosingGitDir(workdir), filepath.Join(repo, ".git"); got != want {
+		t.Errorf("EnclosingGitDir %q, want %q", got, want)
+	}
+}
+
+// TestIndexesReadEachIndexOnce: one policy's checks share each index's one read.
+func TestIndexesReadEachIndexOnce(t *testing.T) {
+	repo := t.TempDir()
+	git := gitIn(t, repo)
+	git("init", "-q")
+	git("update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("1", 40)+",sub")
+	index := filepath.Join(repo, ".git", "index")
+	indexes := &Indexes{}
+	if first, err := indexes.links(index); err != nil || !slices.Equal(first, []string{"sub"}) {
+		t.Fatal(first, err)
+	}
+	os.Remove(index)
+	if again, err := indexes.links(index); err != nil || !slices.Equal(again, []string{"sub"}) {
+		t.Errorf("the second read of one policy read the file again: %v, %v", again, err)
+	}
+	var fresh *Indexes
+	if got, err := fresh.links(index); err != nil || len(got) != 0 {
+		t.Errorf("a nil Indexes kept an index: %v, %v", got, err)
+	}
+}
+
+// ewahOf encodes bits as git's ewah_serialize does, with every word a literal.
+func ewahOf(size uint32, words ...uint64) []byte {
+	var out []byte
+	out = binary.BigEndian.AppendUint32(out, size)
+	out = binary.BigEndian.AppendUint32(out, uint32(1+len(words)))
+	out = binary.BigEndian.AppendUint64(out, uint64(len(words))<<33) // a marker: no run, then the literals
+	for _, word := range words {
+		out = binary.BigEndian.AppendUint64(out, word)
+	}
+	return binary.BigEndian.AppendUint32(out, 0)
+}
+
+func TestEwahBits(t *testing.T) {
+	positions, consumed, err := ewahBits(append(ewahOf(130, 1<<3|1<<63, 0, 1<<1), 0xff), 200)
+	if err != nil || !slices.Equal(positions, []int{3, 63, 129}) || consumed != 8+4*8+4 {
+		t.Errorf("literals: %v, %d, %v", positions, consumed, err)
+	}
+	// A run of ones: a marker with its running bit, two words long.
+	run := binary.BigEndian.AppendUint32(nil, 128)
+	run = binary.BigEndian.AppendUint32(run, 1)
+	run = binary.BigEndian.AppendUint64(run, 2<<1|1)
+	run = binary.BigEndian.AppendUint32(run, 0)
+	if positions, _, err := ewahBits(run, 128); err != nil || len(positions) != 128 || positions[127] != 127 {
+		t.Errorf("run: %d positions, %v", len(positions), err)
+	}
+	for name, data := range map[string][]byte{
+		"short":                  ewahOf(64, 1)[:10],
+		"words past its end":     ewahOf(64, 1)[:16],
+		"a bit past size":        ewahOf(3, 1<<5),
+		"more bits than entries": ewahOf(300, 1),
+		"literals past the words": func() []byte {
+			d := ewahOf(64, 1)
+			binary.BigEndian.PutUint64(d[8:], 5<<33)
+			return d
+		}(),
+		"a run past size": func() []byte {
+			d := bytes.Clone(run)
+			binary.BigEndian.PutUint64(d[8:], 1<<32|1)
+			return d
+		}(),
+	} {
+		if positions, _, err := ewahBits(data, 200); err == nil {
+			t.Errorf("%s: %v, no error", name, positions)
+		}
+	}
+}
+
+// FuzzEwahBits: no bitmap, however damaged, makes the decoder panic, hang or claim more
+// bytes than it was given.
+func FuzzEwahBits(f *testing.F) {
+	f.Add(ewahOf(130, 1<<3|1<<63, 0, 1<<1), 200)
+	f.Fuzz(func(t *testing.T, data []byte, limit int) {
+		if limit < 0 || limit > 1<<20 {
+			return
+		}
+		if _, consumed, err := ewahBits(data, limit); err == nil && consumed > len(data) {
+			t.Errorf("consumed %d of %d bytes", consumed, len(data))
+		}
+	})
+}

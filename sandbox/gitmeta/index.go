@@ -142,7 +142,8 @@ func scanShared(main, link []byte, hashSize int, withShared func(name string, fn
 		}
 		var replaced []int
 		if len(bitmaps) > 0 {
-			entries := int(binary.BigEndian.Uint32(shared[8:12]))
+			// At most as many entries as the file can hold, whatever its header claims.
+			entries := min(int(binary.BigEndian.Uint32(shared[8:12])), len(shared)/(40+hashSize+2))
 			_, deletions, err := ewahBits(bitmaps, entries) // deleted entries are visited all the same
 			if err != nil {
 				return fmt.Errorf("the link's delete bitmap: %v", err)
@@ -223,12 +224,14 @@ func ewahBits(data []byte, limit int) (positions []int, consumed int, err error)
 		return nil, 0, errors.New("truncated")
 	}
 	word := func(i int) uint64 { return binary.BigEndian.Uint64(data[8+8*i:]) }
+	// Every set bit is checked against size as it is found: a damaged or hostile bitmap
+	// (a commit-mode command writes the index) must not make millions of positions.
 	var bit uint64
 	for i := 0; i < words; {
 		marker := word(i)
 		i++
 		run, literals := ((marker>>1)&0xffffffff)*64, int(marker>>33)
-		if bit+run > size+63 {
+		if bit+run > size+64 || marker&1 != 0 && bit+run > size {
 			return nil, 0, errors.New("a run past the bitmap's size")
 		}
 		if marker&1 != 0 {
@@ -242,14 +245,15 @@ func ewahBits(data []byte, limit int) (positions []int, consumed int, err error)
 				return nil, 0, errors.New("literal words past its end")
 			}
 			for value := word(i); value != 0; value &= value - 1 {
-				positions = append(positions, int(bit)+bits.TrailingZeros64(value))
+				position := bit + uint64(bits.TrailingZeros64(value))
+				if position >= size {
+					return nil, 0, errors.New("a bit past the bitmap's size")
+				}
+				positions = append(positions, int(position))
 			}
 			i++
 			bit += 64
 		}
-	}
-	if len(positions) > 0 && uint64(positions[len(positions)-1]) >= size {
-		return nil, 0, errors.New("a bit past the bitmap's size")
 	}
 	return positions, 8 + 8*words + 4, nil
 }

@@ -183,10 +183,11 @@ func TestEwahBits(t *testing.T) {
 		t.Errorf("run: %d positions, %v", len(positions), err)
 	}
 	for name, data := range map[string][]byte{
-		"short":                  ewahOf(64, 1)[:10],
-		"words past its end":     ewahOf(64, 1)[:16],
-		"a bit past size":        ewahOf(3, 1<<5),
-		"more bits than entries": ewahOf(300, 1),
+		"short":                               ewahOf(64, 1)[:10],
+		"words past its end":                  ewahOf(64, 1)[:16],
+		"a bit past size":                     ewahOf(3, 1<<5),
+		"more bits than entries":              ewahOf(300, 1),
+		"set bits past size, word after word": ewahOf(64, slices.Repeat([]uint64{^uint64(0)}, 1000)...),
 		"literals past the words": func() []byte {
 			d := ewahOf(64, 1)
 			binary.BigEndian.PutUint64(d[8:], 5<<33)

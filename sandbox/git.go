@@ -58,7 +58,10 @@ func (policy *Policy) bindWorktreeGitdir() error {
 
 // bindEnclosingGitdir makes the enclosing repository's .git visible read-only.
 func (policy *Policy) bindEnclosingGitdir(indexes *gitmeta.Indexes) error {
-	gitdir := gitmeta.EnclosingGitDir(policy.Workdir)
+	gitdir, err := gitmeta.EnclosingGitDir(policy.Workdir)
+	if err != nil {
+		return &PolicyError{"workdir", policy.Workdir, err.Error()}
+	}
 	if gitdir == "" {
 		return nil
 	}

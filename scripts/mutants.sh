@@ -1494,6 +1494,30 @@ test: ./cmd/bwrapkit TestLiveTransactionalGitCommit
 what: --git commit: the command's index is verified at all
 
 file: sandbox/gitmeta/index.go
+line: if link != nil {
+into: if false {
+test: ./sandbox/gitmeta TestIndexExtensionsAreReadAsGitReadsThem
+what: an index with two split-index links is refused (git keeps the last; a decoy first hid a planted submodule from the commit-mode audit)
+
+file: sandbox/gitmeta/index.go
+line: if len(payload) < 4 || int(binary.BigEndian.Uint32(payload)) != end {
+into: if len(payload) < 4 || end < 0 {
+test: ./sandbox/gitmeta TestIndexExtensionsAreReadAsGitReadsThem
+what: an index whose end-of-entries marker puts its extensions elsewhere is refused
+
+file: sandbox/gitmeta/commit.go
+line: subs = gitEntriesBelow(workdir)
+into: subs = nil
+test: ./sandbox/gitmeta TestAuditOfAnIndexItCannotRead
+what: after a commit-mode run whose index cannot be read, every .git below the top that was not read-only is moved aside
+
+file: sandbox/gitmeta/worktree.go
+line: case err != nil:
+into: case false:
+test: ./sandbox/gitmeta TestSplitIndexWithoutItsSharedPartIsAnError
+what: a workdir below a repository whose index cannot be read is refused, not taken for untracked (its submodules inside were left writable)
+
+file: sandbox/gitmeta/index.go
 line: if mode&0o170000 == 0o160000 && len(name) > 0 {
 into: if false {
 test: ./sandbox/gitmeta TestIndexGitlinksOfRealIndexes

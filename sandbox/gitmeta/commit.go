@@ -3,6 +3,7 @@ package gitmeta
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,13 +112,18 @@ func Audit(workdir string, protect []string) ([]string, error) {
 			planted = append(planted, path)
 		}
 	}
-	gitlinks, err := indexGitlinks(filepath.Join(top, "index")) // the command's index: read afresh
-	if err != nil {
-		// An index bwrapkit cannot read may hide a gitlink: say so, move nothing.
-		return nil, fmt.Errorf("after the run, .git/index cannot be read to check for added submodules: %w", err)
+	var subs []string
+	gitlinks, indexErr := indexGitlinks(filepath.Join(top, "index")) // the command's index: read afresh
+	if indexErr != nil {
+		// An index bwrapkit cannot read (damaged, or crafted to show git another view
+		// than bwrapkit's) may hide a gitlink: every .git below the top that was not
+		// read-only during the run is a submodule a host git might enter.
+		subs = gitEntriesBelow(workdir)
 	}
 	for _, rel := range gitlinks {
-		sub := filepath.Join(workdir, filepath.FromSlash(rel), ".git")
+		subs = append(subs, filepath.Join(workdir, filepath.FromSlash(rel), ".git"))
+	}
+	for _, sub := range subs {
 		if pathtree.Within(workdir, sub) && exists(sub) && !slices.Contains(protect, sub) {
 			planted = append(planted, sub)
 		}
@@ -136,5 +142,28 @@ func Audit(workdir string, protect []string) ([]string, error) {
 		}
 		moved = append(moved, path+" -> "+aside)
 	}
+	if indexErr != nil {
+		return moved, fmt.Errorf("after the run, .git/index cannot be read to check for added submodules (%v); every .git below the top that was not read-only during the run was moved aside", indexErr)
+	}
 	return moved, nil
+}
+
+// gitEntriesBelow is every entry named .git below workdir but the top one, not looking
+// inside any (nor following a symlink).
+func gitEntriesBelow(workdir string) []string {
+	top := filepath.Join(workdir, ".git")
+	var found []string
+	_ = filepath.WalkDir(workdir, func(path string, entry fs.DirEntry, err error) error {
+		switch {
+		case err != nil || entry.Name() != ".git":
+			return nil
+		case path != top:
+			found = append(found, path)
+		}
+		if entry.IsDir() {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return found
 }

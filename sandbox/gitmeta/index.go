@@ -118,7 +118,7 @@ func scanIndexData(data []byte, hashSize int, withShared func(name string, fn fu
 	if err != nil {
 		return err
 	}
-	link, err := indexExtension(data, end, hashSize, "link")
+	link, err := linkExtension(data, end, hashSize)
 	if err != nil || link == nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func scanShared(main, link []byte, hashSize int, withShared func(name string, fn
 		if err != nil {
 			return err
 		}
-		if nested, err := indexExtension(shared, end, hashSize, "link"); err != nil || nested != nil {
+		if nested, err := linkExtension(shared, end, hashSize); err != nil || nested != nil {
 			return errors.New("it is itself split, or damaged")
 		}
 		return nil
@@ -189,20 +189,39 @@ func scanShared(main, link []byte, hashSize int, withShared func(name string, fn
 	return nil
 }
 
-// indexExtension is the payload of the extension with signature in the index data,
-// whose entries end at offset; nil when it has none.
-func indexExtension(data []byte, offset, hashSize int, signature string) ([]byte, error) {
+// linkExtension is the payload of the index data's "link" extension (a split index's),
+// nil when it has none; its entries end at offset. It reads the extensions as git does,
+// and refuses what would let git see another link than bwrapkit (a commit-mode command
+// writes the index, and a crafted one hid a submodule's planted .git from the audit):
+// two links (git keeps the last), an end-of-entries marker (EOIE) that puts the
+// extensions elsewhere (git's threaded load starts there), and an entry offset table
+// (IEOT), whose blocks git may parse at other places than one walk from the start.
+func linkExtension(data []byte, offset, hashSize int) ([]byte, error) {
+	var link []byte
+	end := offset
 	for trailer := len(data) - hashSize; offset+8 <= trailer; {
-		size := int(binary.BigEndian.Uint32(data[offset+4 : offset+8]))
+		signature, size := string(data[offset:offset+4]), int(binary.BigEndian.Uint32(data[offset+4:offset+8]))
 		if size < 0 || offset+8+size > trailer {
 			return nil, errors.New("index extension truncated")
 		}
-		if string(data[offset:offset+4]) == signature {
-			return data[offset+8 : offset+8+size], nil
+		payload := data[offset+8 : offset+8+size]
+		switch signature {
+		case "link":
+			if link != nil {
+				return nil, errors.New("the index has two split-index links")
+			}
+			link = payload
+		case "EOIE":
+			if len(payload) < 4 || int(binary.BigEndian.Uint32(payload)) != end {
+				return nil, errors.New("the index's end-of-entries marker (EOIE) does not mark where its entries end")
+			}
+		case "IEOT":
+			return nil, errors.New("the index has an entry offset table (index.recordOffsetTable), which bwrapkit does not read; " +
+				"turn it off and rewrite the index: git config index.recordOffsetTable false && git update-index --force-write-index")
 		}
 		offset += 8 + size
 	}
-	return nil, nil
+	return link, nil
 }
 
 // ewahBits decodes one EWAH-compressed bitmap of at most limit bits as git serialises

@@ -110,10 +110,79 @@ func TestSplitIndexWithoutItsSharedPartIsAnError(t *testing.T) {
 	if got, err := indexGitlinks(index); err == nil || !strings.Contains(err.Error(), filepath.Base(shared[0])) {
 		t.Errorf("no shared index: %v, %v", got, err)
 	}
+	// Below the repository's top the enclosing index is read to tell whether the workdir
+	// is tracked: unreadable, the run is refused (git might read it, and enter the
+	// submodules inside), not taken for an untracked directory.
 	workdir := filepath.Join(repo, "sub")
 	os.MkdirAll(workdir, 0o755)
-	if got := EnclosingGitDir(workdir); got != "" {
-		t.Errorf("EnclosingGitDir without the shared index: %q", got)
+	if got, err := EnclosingGitDir(workdir); err == nil || !strings.Contains(err.Error(), "index") {
+		t.Errorf("EnclosingGitDir without the shared index: %q, %v", got, err)
+	}
+}
+
+// withExtension is index data with an extension added before its existing ones (first)
+// or after them.
+func withExtension(t *testing.T, data []byte, signature string, payload []byte, first bool) []byte {
+	t.Helper()
+	end, err := walkIndexEnd(data, 20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extension := append(binary.BigEndian.AppendUint32([]byte(signature), uint32(len(payload))), payload...)
+	at := len(data) - 20
+	if first {
+		at = end
+	}
+	return slices.Concat(data[:at], extension, data[at:])
+}
+
+// TestIndexExtensionsAreReadAsGitReadsThem: a crafted index (a commit-mode command writes
+// one) must not show git another split-index link than bwrapkit: a second link (git keeps
+// the last; bwrapkit kept the first, an empty decoy, and missed a planted submodule), an
+// end-of-entries marker that puts the extensions elsewhere, and an entry offset table are
+// refused. A marker that agrees is read.
+func TestIndexExtensionsAreReadAsGitReadsThem(t *testing.T) {
+	repo := t.TempDir()
+	git := gitIn(t, repo)
+	git("init", "-q")
+	git("update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("1", 40)+",sub")
+	git("update-index", "--split-index")
+	index := filepath.Join(repo, ".git", "index")
+	data, _ := os.ReadFile(index)
+	end, _ := walkIndexEnd(data, 20, nil)
+	withShared := func(name string, fn func([]byte) error) error {
+		shared, err := os.ReadFile(filepath.Join(repo, ".git", name))
+		if err != nil {
+			return err
+		}
+		return fn(shared)
+	}
+	gitlinks := func(data []byte) ([]string, error) {
+		var links []string
+		err := scanIndexData(data, 20, withShared, func(name []byte, mode uint32) {
+			if mode == 0o160000 {
+				links = append(links, string(name))
+			}
+		})
+		return links, err
+	}
+	if links, err := gitlinks(data); err != nil || !slices.Equal(links, []string{"sub"}) {
+		t.Fatalf("the split index as git wrote it: %v, %v", links, err)
+	}
+	agreeing := binary.BigEndian.AppendUint32(nil, uint32(end))
+	if links, err := gitlinks(withExtension(t, data, "EOIE", append(agreeing, make([]byte, 20)...), true)); err != nil || !slices.Equal(links, []string{"sub"}) {
+		t.Errorf("an end-of-entries marker that agrees: %v, %v", links, err)
+	}
+	for name, crafted := range map[string][]byte{
+		"an empty link first":     withExtension(t, data, "link", make([]byte, 20), true),
+		"a second link last":      withExtension(t, data, "link", make([]byte, 20), false),
+		"an end marker elsewhere": withExtension(t, data, "EOIE", append(binary.BigEndian.AppendUint32(nil, uint32(end+8)), make([]byte, 20)...), true),
+		"an entry offset table":   withExtension(t, data, "IEOT", []byte{0, 0, 0, 1, 0, 0, 0, 12, 0, 0, 0, 1}, true),
+		"an end marker too short": withExtension(t, data, "EOIE", []byte{0, 0}, true),
+	} {
+		if links, err := gitlinks(crafted); err == nil {
+			t.Errorf("%s: read as %v, no error", name, links)
+		}
 	}
 }
 
@@ -131,8 +200,8 @@ func TestEnclosingGitDirSeesTheSharedIndex(t *testing.T) {
 	git("update-index", "--split-index")
 	os.WriteFile(filepath.Join(repo, "other"), []byte("y"), 0o644)
 	git("add", "other")
-	if got, want := EnclosingGitDir(workdir), filepath.Join(repo, ".git"); got != want {
-		t.Errorf("EnclosingGitDir %q, want %q", got, want)
+	if got, err := EnclosingGitDir(workdir); got != filepath.Join(repo, ".git") || err != nil {
+		t.Errorf("EnclosingGitDir %q, %v", got, err)
 	}
 }
 
@@ -217,4 +286,38 @@ func FuzzEwahBits(f *testing.F) {
 			t.Errorf("consumed %d of %d bytes", consumed, len(data))
 		}
 	})
+}
+
+// TestAuditOfAnIndexItCannotRead: after a commit-mode run whose command left an index
+// bwrapkit cannot read (here, crafted with a decoy link that git would not use), every
+// .git below the top that was not read-only during the run is moved aside, and the
+// failure is said; a protected one stays.
+func TestAuditOfAnIndexItCannotRead(t *testing.T) {
+	workdir := t.TempDir()
+	git := gitIn(t, workdir)
+	git("init", "-q")
+	for _, sub := range []string{"planted", "kept", "deep/er"} {
+		os.MkdirAll(filepath.Join(workdir, sub), 0o755)
+		gitIn(t, filepath.Join(workdir, sub))("init", "-q")
+	}
+	git("update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("1", 40)+",planted")
+	git("update-index", "--split-index")
+	index := filepath.Join(workdir, ".git", "index")
+	data, _ := os.ReadFile(index)
+	os.WriteFile(index, withExtension(t, data, "link", make([]byte, 20), true), 0o644)
+
+	kept := filepath.Join(workdir, "kept", ".git")
+	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git"), kept})
+	if err == nil || !strings.Contains(err.Error(), "moved aside") {
+		t.Errorf("Audit of a crafted index: %v", err)
+	}
+	for _, sub := range []string{"planted", "deep/er"} {
+		path := filepath.Join(workdir, sub, ".git")
+		if exists(path) || !exists(path+".bwrapkit-quarantine") {
+			t.Errorf("%s was not moved aside (moved: %v)", path, moved)
+		}
+	}
+	if !exists(kept) || !exists(filepath.Join(workdir, ".git", "HEAD")) {
+		t.Errorf("a protected .git was moved: %v", moved)
+	}
 }

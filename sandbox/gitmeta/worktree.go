@@ -1,6 +1,7 @@
 package gitmeta
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,10 +62,12 @@ func WorktreeCommonDir(workdir string) (string, error) {
 // anything, and nothing says this project belongs to it.
 
 // EnclosingGitDir is the .git directory of the repository the workdir is a tracked part
-// of, or "".
-func EnclosingGitDir(workdir string) string {
+// of, or "". An index that cannot be read is an error, not "untracked": git may read
+// what bwrapkit could not (a shared index behind a symlink), and enter the submodules
+// inside the workdir that bwrapkit would then leave unprotected.
+func EnclosingGitDir(workdir string) (string, error) {
 	if exists(filepath.Join(workdir, ".git")) {
-		return ""
+		return "", nil
 	}
 	for dir := filepath.Dir(workdir); dir != "/" && dir != "."; dir = filepath.Dir(dir) {
 		gitdir := filepath.Join(dir, ".git")
@@ -73,12 +76,17 @@ func EnclosingGitDir(workdir string) string {
 			continue
 		}
 		if !info.IsDir() {
-			return "" // a worktree or submodule further up: not followed
+			return "", nil // a worktree or submodule further up: not followed
 		}
-		if tracked, _ := indexTracks(filepath.Join(gitdir, "index"), filepath.ToSlash(strings.TrimPrefix(workdir, dir+"/"))+"/"); !tracked {
-			return ""
+		index := filepath.Join(gitdir, "index")
+		tracked, err := indexTracks(index, filepath.ToSlash(strings.TrimPrefix(workdir, dir+"/"))+"/")
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("cannot read %s, the index of the repository it lies in, to tell whether it is tracked there (and which submodules to protect): %v; repair that index (git status there says how), or run from outside the repository", index, err)
+		case !tracked:
+			return "", nil
 		}
-		return gitdir
+		return gitdir, nil
 	}
-	return ""
+	return "", nil
 }

@@ -196,6 +196,11 @@ func gitfileTarget(gitfile string) (string, error) {
 // versions 2 to 4 (see git's Documentation/gitformat-index.txt), and returns the offset
 // where the entries end and the extensions begin. name is valid only during the call:
 // no entry costs an allocation, and a large repository's index has 100,000 of them.
+//
+// Each entry is read as git's create_from_disk reads it, or refused: a command in commit
+// mode writes the index, and every way its bytes could show git another entry than this
+// walk (a name shorter than the length its flags record, extended flags in a version 2
+// index, which git honours in any version) hid a planted submodule from the audit.
 func walkIndexEnd(data []byte, hashSize int, visit func(name []byte, mode uint32)) (int, error) {
 	if len(data) < 12 || !bytes.Equal(data[:4], []byte("DIRC")) {
 		return 0, errors.New("not a git index")
@@ -217,12 +222,23 @@ func walkIndexEnd(data []byte, hashSize int, visit func(name []byte, mode uint32
 		mode := binary.BigEndian.Uint32(entry[24:28])
 		flags := binary.BigEndian.Uint16(entry[40+hashSize : fixed])
 		header := fixed
-		if version >= 3 && flags&0x4000 != 0 {
-			header += 2 // extended flags
+		if flags&0x4000 != 0 {
+			// Extended flags, in any version as git reads them; only the bits git knows
+			// (intent-to-add, skip-worktree): git refuses an index with others.
+			if offset+fixed+2 > len(data) {
+				return 0, errors.New("index truncated")
+			}
+			if extended := binary.BigEndian.Uint16(entry[fixed : fixed+2]); extended&^0x6000 != 0 {
+				return 0, fmt.Errorf("unknown index entry format 0x%04x", extended)
+			}
+			header += 2
 		}
-		if offset+header > len(data) {
-			return 0, errors.New("index truncated")
+		if mode&0o170000 == 0o040000 {
+			return 0, errors.New("the index is a sparse index (index.sparse), whose directory entries bwrapkit does not expand; " +
+				"turn it off: git config index.sparse false && git sparse-checkout reapply")
 		}
+		// The name's length as its flags record it; 0xfff means as long as up to its NUL.
+		length := int(flags & 0x0fff)
 		rest := data[offset+header:]
 		var consumed int
 		if version == 4 {
@@ -234,12 +250,19 @@ func walkIndexEnd(data []byte, hashSize int, visit func(name []byte, mode uint32
 			if end < 0 {
 				return 0, errors.New("index path unterminated")
 			}
-			name = append(name[:len(name)-int(strip)], rest[n:n+end]...)
+			kept := len(name) - int(strip)
+			if length != 0x0fff && kept+end != length {
+				return 0, errors.New("an index path is not as long as its entry says")
+			}
+			name = append(name[:kept], rest[n:n+end]...)
 			consumed = header + n + end + 1
 		} else {
 			end := bytes.IndexByte(rest, 0)
 			if end < 0 {
 				return 0, errors.New("index path unterminated")
+			}
+			if length != 0x0fff && end != length {
+				return 0, errors.New("an index path is not as long as its entry says")
 			}
 			name = rest[:end]
 			// Entries are padded with 1 to 8 NULs to a multiple of eight bytes.

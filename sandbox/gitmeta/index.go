@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/bwrapkit/bwrapkit/internal/safefile"
@@ -71,8 +73,32 @@ func indexGitlinks(path string) ([]string, error) {
 			links = append(links, string(name))
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
+	for _, link := range links {
+		if !inWorkTree(link) {
+			// git adds no such path, but reads one a command wrote: an absolute one
+			// leads a host git status into a .git anywhere on the host.
+			return nil, fmt.Errorf("the index records a submodule at %q, which is not a plain path inside the work tree", link)
+		}
+	}
 	slices.Sort(links)
-	return slices.Compact(links), err
+	return slices.Compact(links), nil
+}
+
+// inWorkTree says whether an index path is one git would add: relative, clean, with no
+// ".", ".." or .git component (in any case).
+func inWorkTree(name string) bool {
+	if name == "" || path.IsAbs(name) || path.Clean(name) != name {
+		return false
+	}
+	for _, component := range strings.Split(name, "/") {
+		if component == "." || component == ".." || strings.EqualFold(component, ".git") {
+			return false
+		}
+	}
+	return true
 }
 
 // indexTracks says whether any path the index at path records starts with prefix.
@@ -215,6 +241,9 @@ func linkExtension(data []byte, offset, hashSize int) ([]byte, error) {
 			if len(payload) < 4 || int(binary.BigEndian.Uint32(payload)) != end {
 				return nil, errors.New("the index's end-of-entries marker (EOIE) does not mark where its entries end")
 			}
+		case "sdir":
+			return nil, errors.New("the index is a sparse index (index.sparse), whose directory entries bwrapkit does not expand; " +
+				"turn it off: git config index.sparse false && git sparse-checkout reapply")
 		case "IEOT":
 			return nil, errors.New("the index has an entry offset table (index.recordOffsetTable), which bwrapkit does not read; " +
 				"turn it off and rewrite the index: git config index.recordOffsetTable false && git update-index --force-write-index")

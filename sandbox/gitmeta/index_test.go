@@ -2,6 +2,7 @@ package gitmeta
 
 import (
 	"bytes"
+	"crypto/sha1"
 	"encoding/binary"
 	"os"
 	"os/exec"
@@ -319,5 +320,90 @@ func TestAuditOfAnIndexItCannotRead(t *testing.T) {
 	}
 	if !exists(kept) || !exists(filepath.Join(workdir, ".git", "HEAD")) {
 		t.Errorf("a protected .git was moved: %v", moved)
+	}
+}
+
+// rawEntry is one entry for indexV2: its mode and name, extended flags (a version 3
+// field, which git reads in any version) and the name length its flags record (0: the
+// name's own).
+type rawEntry struct {
+	mode     uint32
+	name     string
+	extended bool
+	length   int
+}
+
+// indexV2 writes a version 2 index of entries as git lays one out, with its SHA-1 trailer.
+func indexV2(entries ...rawEntry) []byte {
+	data := binary.BigEndian.AppendUint32([]byte("DIRC"), 2)
+	data = binary.BigEndian.AppendUint32(data, uint32(len(entries)))
+	for _, e := range entries {
+		start := len(data)
+		data = append(data, make([]byte, 24)...)
+		data = binary.BigEndian.AppendUint32(data, e.mode)
+		data = append(data, make([]byte, 12)...)
+		data = append(data, bytes.Repeat([]byte{0x11}, 20)...)
+		length := e.length
+		if length == 0 {
+			length = min(len(e.name), 0xfff)
+		}
+		flags := uint16(length)
+		if e.extended {
+			flags |= 0x4000
+		}
+		data = binary.BigEndian.AppendUint16(data, flags)
+		if e.extended {
+			data = binary.BigEndian.AppendUint16(data, 0)
+		}
+		data = append(data, e.name...)
+		data = append(data, make([]byte, 8-(len(data)-start)%8)...)
+	}
+	sum := sha1.Sum(data)
+	return append(data, sum[:]...)
+}
+
+// TestIndexEntriesAreReadAsGitReadsThem: an index a commit-mode command wrote is read
+// entry by entry as git reads it (the name's length from its flags, extended flags in a
+// version 2 index), or refused; a submodule path git would follow out of the work tree,
+// and a sparse index's directory entries (which git expands from trees), are refused.
+// Each of these hid a planted submodule from the audit, and git's own reading is the
+// reference where it accepts the index.
+func TestIndexEntriesAreReadAsGitReadsThem(t *testing.T) {
+	repo := t.TempDir()
+	git := gitIn(t, repo)
+	git("init", "-q")
+	index := filepath.Join(repo, ".git", "index")
+	write := func(data []byte) { os.WriteFile(index, data, 0o644) }
+
+	write(indexV2(rawEntry{mode: 0o100644, name: "a"}, rawEntry{mode: 0o160000, name: "sub", extended: true}))
+	if got, err := indexGitlinks(index); err != nil || !slices.Equal(got, []string{"sub"}) {
+		t.Errorf("extended flags in a version 2 index: %v, %v", got, err)
+	}
+	if out := git("ls-files", "--stage"); !strings.Contains(out, "160000 1111111111111111111111111111111111111111 0\tsub\n") {
+		t.Errorf("git reads the same index as:\n%s", out)
+	}
+	for name, data := range map[string][]byte{
+		"a name shorter than its flags say": indexV2(rawEntry{mode: 0o160000, name: "sub/x", length: 3}),
+		"a name longer than its flags say":  indexV2(rawEntry{mode: 0o160000, name: "sub", length: 5}),
+		"unknown extended flags": func() []byte {
+			data := indexV2(rawEntry{mode: 0o160000, name: "sub", extended: true})
+			data[12+62] = 0x01
+			return data
+		}(),
+		"a sparse directory entry":       indexV2(rawEntry{mode: 0o040000, name: "dir/"}),
+		"an absolute submodule":          indexV2(rawEntry{mode: 0o160000, name: "/srv/elsewhere/sub"}),
+		"a submodule up the tree":        indexV2(rawEntry{mode: 0o160000, name: "../sub"}),
+		"a submodule inside a .git":      indexV2(rawEntry{mode: 0o160000, name: "a/.GIT/sub"}),
+		"a submodule at an unclean path": indexV2(rawEntry{mode: 0o160000, name: "a//sub"}),
+	} {
+		write(data)
+		if got, err := indexGitlinks(index); err == nil {
+			t.Errorf("%s: read as %v, no error", name, got)
+		}
+	}
+	data := indexV2(rawEntry{mode: 0o100644, name: "a"})
+	write(withExtension(t, data, "sdir", nil, true))
+	if got, err := indexGitlinks(index); err == nil {
+		t.Errorf("a sparse index's extension: read as %v, no error", got)
 	}
 }

@@ -1541,6 +1541,18 @@ into: if false {
 test: ./sandbox/gitmeta TestIndexEntriesAreReadAsGitReadsThem
 what: a sparse index's directory entries, which git expands into submodules bwrapkit cannot see, are refused
 
+file: sandbox/gitmeta/entries.go
+line: value++
+into: value += 0
+test: ./sandbox/gitmeta TestVersion4PrefixesAreGitsVarints
+what: a version 4 index's prefix lengths are git's varints (read as encoding/binary's, 128 read as 0: git and bwrapkit saw different submodules, and long real prefixes were refused)
+
+file: sandbox/gitmeta/index.go
+line: if at := len(data) - hashSize - eoieSize; at >= 12 && string(data[at:at+4]) == "EOIE" && at != marker {
+into: if at := len(data) - hashSize - eoieSize; at < 0 && at != marker {
+test: ./sandbox/gitmeta TestAnEndMarkerWhereGitLooksIsTheWalks
+what: an end-of-entries marker where git looks for it, inside another extension, is refused
+
 file: sandbox/gitmeta/index.go
 line: if mode&0o170000 == 0o160000 && len(name) > 0 {
 into: if false {

@@ -242,8 +242,8 @@ func walkIndexEnd(data []byte, hashSize int, visit func(name []byte, mode uint32
 		rest := data[offset+header:]
 		var consumed int
 		if version == 4 {
-			strip, n := binary.Uvarint(rest)
-			if n <= 0 || strip > uint64(len(name)) {
+			strip, n, ok := gitVarint(rest)
+			if !ok || strip > uint64(len(name)) {
 				return 0, errors.New("index path prefix corrupt")
 			}
 			end := bytes.IndexByte(rest[n:], 0)
@@ -274,6 +274,31 @@ func walkIndexEnd(data []byte, hashSize int, visit func(name []byte, mode uint32
 		}
 	}
 	return offset, nil
+}
+
+// gitVarint decodes a number as git's varint.c writes it (not as encoding/binary does:
+// the two agree only below 128): seven bits a byte, most significant group first, each
+// continuation adding one. n is how many bytes it took; where the value overflows, git
+// takes 0 and consumes nothing, and so does this. ok is false for a number cut short.
+func gitVarint(buf []byte) (value uint64, n int, ok bool) {
+	if len(buf) == 0 {
+		return 0, 0, false
+	}
+	c := buf[0]
+	value, n = uint64(c&127), 1
+	for c&128 != 0 {
+		value++
+		if value == 0 || value>>57 != 0 {
+			return 0, 0, true
+		}
+		if n >= len(buf) {
+			return 0, 0, false
+		}
+		c = buf[n]
+		n++
+		value = value<<7 + uint64(c&127)
+	}
+	return value, n, true
 }
 
 // indexExtensions are the signatures of a whole index's extensions ("TREE", "link" for

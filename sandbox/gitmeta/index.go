@@ -224,7 +224,7 @@ func scanShared(main, link []byte, hashSize int, withShared func(name string, fn
 // (IEOT), whose blocks git may parse at other places than one walk from the start.
 func linkExtension(data []byte, offset, hashSize int) ([]byte, error) {
 	var link []byte
-	end := offset
+	end, marker := offset, -1
 	for trailer := len(data) - hashSize; offset+8 <= trailer; {
 		signature, size := string(data[offset:offset+4]), int(binary.BigEndian.Uint32(data[offset+4:offset+8]))
 		if size < 0 || offset+8+size > trailer {
@@ -241,6 +241,7 @@ func linkExtension(data []byte, offset, hashSize int) ([]byte, error) {
 			if len(payload) < 4 || int(binary.BigEndian.Uint32(payload)) != end {
 				return nil, errors.New("the index's end-of-entries marker (EOIE) does not mark where its entries end")
 			}
+			marker = offset
 		case "sdir":
 			return nil, errors.New("the index is a sparse index (index.sparse), whose directory entries bwrapkit does not expand; " +
 				"turn it off: git config index.sparse false && git sparse-checkout reapply")
@@ -250,8 +251,16 @@ func linkExtension(data []byte, offset, hashSize int) ([]byte, error) {
 		}
 		offset += 8 + size
 	}
+	// git does not walk to its end-of-entries marker: it looks for one at a fixed place
+	// before the trailer (read_eoie_extension), which may lie inside another extension.
+	if at := len(data) - hashSize - eoieSize; at >= 12 && string(data[at:at+4]) == "EOIE" && at != marker {
+		return nil, errors.New("the index's end-of-entries marker (EOIE) lies inside another extension")
+	}
 	return link, nil
 }
+
+// eoieSize is an end-of-entries marker's size, header included, as git places it.
+const eoieSize = 4 + 4 + 4 + 20
 
 // ewahBits decodes one EWAH-compressed bitmap of at most limit bits as git serialises
 // it (ewah/ewah_io.c: its size in bits, its number of 64-bit words, the words, and the

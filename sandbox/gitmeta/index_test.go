@@ -407,3 +407,64 @@ func TestIndexEntriesAreReadAsGitReadsThem(t *testing.T) {
 		t.Errorf("a sparse index's extension: read as %v, no error", got)
 	}
 }
+
+// TestVersion4PrefixesAreGitsVarints: a version 4 index strips each path's shared prefix
+// with a number in git's own varint, which encoding/binary's agrees with only below 128:
+// a real index whose paths share longer prefixes is read, and a crafted one whose prefix
+// reads 0 one way and 128 the other (git's) is read as git reads it.
+func TestVersion4PrefixesAreGitsVarints(t *testing.T) {
+	repo := t.TempDir()
+	git := gitIn(t, repo)
+	git("init", "-q")
+	long := strings.Repeat("d", 200)
+	git("update-index", "--add", "--cacheinfo", "100644,"+strings.Repeat("2", 40)+","+long+"/file")
+	git("update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("1", 40)+","+long+"/sub")
+	git("update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("1", 40)+",z")
+	git("update-index", "--index-version", "4")
+	index := filepath.Join(repo, ".git", "index")
+	if got, err := indexGitlinks(index); err != nil || !slices.Equal(got, []string{long + "/sub", "z"}) {
+		t.Errorf("a real version 4 index, prefixes of 200 bytes: %v, %v", got, err)
+	}
+
+	// Two entries: 128 a's, then a gitlink whose prefix bytes 0x80 0x00 strip all 128.
+	data := binary.BigEndian.AppendUint32([]byte("DIRC"), 4)
+	data = binary.BigEndian.AppendUint32(data, 2)
+	for _, e := range []struct {
+		mode  uint32
+		flags uint16
+		name  []byte
+	}{{0o100644, 128, append([]byte{0}, strings.Repeat("a", 128)...)}, {0o160000, 0x0fff, append([]byte{0x80, 0x00}, "sub"...)}} {
+		data = append(data, make([]byte, 24)...)
+		data = binary.BigEndian.AppendUint32(data, e.mode)
+		data = append(data, make([]byte, 12)...)
+		data = append(data, bytes.Repeat([]byte{0x11}, 20)...)
+		data = binary.BigEndian.AppendUint16(data, e.flags)
+		data = append(append(data, e.name...), 0)
+	}
+	sum := sha1.Sum(data)
+	os.WriteFile(index, append(data, sum[:]...), 0o644)
+	if out := git("ls-files", "--stage"); !strings.Contains(out, "\tsub\n") {
+		t.Fatalf("git reads the crafted index as:\n%s", out)
+	}
+	if got, err := indexGitlinks(index); err != nil || !slices.Equal(got, []string{"sub"}) {
+		t.Errorf("the crafted version 4 index: %v, %v (git reads the gitlink sub)", got, err)
+	}
+}
+
+// TestAnEndMarkerWhereGitLooksIsTheWalks: git finds an index's end-of-entries marker at a
+// fixed place before the trailer, not by walking the extensions; one that lies there
+// inside another extension (where git's threaded load would take it) is refused.
+func TestAnEndMarkerWhereGitLooksIsTheWalks(t *testing.T) {
+	data := indexV2(rawEntry{mode: 0o100644, name: "a"})
+	end, _ := walkIndexEnd(data, 20, nil)
+	hidden := append([]byte("EOIE"), make([]byte, 28)...)
+	binary.BigEndian.PutUint32(hidden[4:], 24)
+	binary.BigEndian.PutUint32(hidden[8:], uint32(end))
+	crafted := withExtension(t, data, "ZZZZ", append(make([]byte, 16), hidden...), false)
+	if err := scanIndexData(crafted, 20, noShared, ignore); err == nil {
+		t.Errorf("an end marker inside another extension: no error")
+	}
+	if err := scanIndexData(withExtension(t, data, "EOIE", hidden[8:], false), 20, noShared, ignore); err != nil {
+		t.Errorf("an end marker where git writes it: %v", err)
+	}
+}

@@ -308,16 +308,22 @@ func TestLiveSubmoduleGitdirCannotBeRedirected(t *testing.T) {
 		livetest.Skip(t, "no git on PATH (apt-get install git)")
 	}
 	forEachBwrap(t, func(t *testing.T, bwrap string) {
-		for _, split := range []bool{false, true} {
-			t.Run(map[bool]string{false: "index", true: "split index"}[split], func(t *testing.T) {
-				submoduleRedirect(t, gitPath, bwrap, split)
+		for _, variant := range []struct {
+			name                  string
+			split, parentReadOnly bool
+		}{{"index", false, false}, {"split index", true, false}, {"read-only parent", false, true}} {
+			t.Run(variant.name, func(t *testing.T) {
+				submoduleRedirect(t, gitPath, bwrap, variant.split, variant.parentReadOnly)
 			})
 		}
 	})
 }
 
-// submoduleRedirect is one trial of TestLiveSubmoduleGitdirCannotBeRedirected.
-func submoduleRedirect(t *testing.T, gitPath, bwrap string, split bool) {
+// submoduleRedirect is one trial of TestLiveSubmoduleGitdirCannotBeRedirected. With
+// parentReadOnly the project's parent is an --ro path (its binds lie under the workdir's
+// writable one), which once left the submodule's directory unpinned: the command renamed
+// it away and put a repository of its own at the name.
+func submoduleRedirect(t *testing.T, gitPath, bwrap string, split, parentReadOnly bool) {
 	workdir := livetest.TempDir(t)
 	git := func(args ...string) string {
 		cmd := exec.Command(gitPath, append([]string{"-C", workdir}, args...)...)
@@ -348,9 +354,17 @@ func submoduleRedirect(t *testing.T, gitPath, bwrap string, split bool) {
 	os.WriteFile(filepath.Join(evil, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	os.WriteFile(filepath.Join(evil, "config"), []byte("[core]\n\tfsmonitor = touch "+marker+"\n"), 0o644)
 
-	out := mustRun(t, sandboxRun{bwrap: bwrap, request: Request{Workdir: workdir}}, "rewrite", gitfile, "gitdir: ../.evil\n")
+	request := Request{Workdir: workdir}
+	if parentReadOnly {
+		request.ReadOnly = []string{filepath.Dir(workdir)}
+	}
+	out := mustRun(t, sandboxRun{bwrap: bwrap, request: request}, "rewrite", gitfile, "gitdir: ../.evil\n")
+	out += mustRun(t, sandboxRun{bwrap: bwrap, request: request}, "hostile-protect", gitfile)
 	if data, _ := os.ReadFile(gitfile); string(data) != string(original) {
-		t.Errorf("the submodule's gitfile was redirected: %q\n%s", data, out)
+		t.Errorf("the submodule's gitfile was redirected or replaced: %q\n%s", data, out)
+	}
+	if _, err := os.Lstat(filepath.Join(workdir, "sub.moved")); err == nil {
+		t.Errorf("the submodule's directory was renamed away:\n%s", out)
 	}
 	git("status", "--porcelain")
 	if _, err := os.Stat(marker); err == nil {

@@ -95,11 +95,20 @@ func makeGitCommitDirs(workdir string) error {
 
 // auditGit moves aside what a commit-mode run left that a host git would follow into a
 // config the command wrote (gitmeta.Audit). In readonly mode .git is not writable.
-func auditGit(policy Policy) ([]string, error) {
+func auditGit(policy Policy, before gitmeta.Repositories) ([]string, error) {
 	if policy.Git != GitCommit {
 		return nil, nil
 	}
-	return gitmeta.Audit(policy.Workdir, policy.Protect)
+	return gitmeta.Audit(policy.Workdir, policy.Protect, before)
+}
+
+// repositoriesBefore are the repositories below a commit-mode run's workdir as it
+// begins, for its audit (gitmeta.Audit); nil in the other modes, which need none.
+func repositoriesBefore(policy Policy) gitmeta.Repositories {
+	if policy.Git != GitCommit {
+		return nil
+	}
+	return gitmeta.RepositoriesBelow(policy.Workdir)
 }
 
 // verifyGit checks what a commit-mode run wrote under .git before it lands

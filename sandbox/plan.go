@@ -83,7 +83,6 @@ func binds(policy Policy) []bind {
 	for _, path := range policy.ReadWrite {
 		all = append(all, bind{"--bind", path})
 	}
-	readOnly := append(slices.Clone(policy.ReadOnly), policy.Protect...)
 	for _, path := range policy.ReadOnly {
 		all = append(all, bind{"--ro-bind", path})
 	}
@@ -103,7 +102,8 @@ func binds(policy Policy) []bind {
 		// layer, and landing refuses any change that touches or replaces a protected path.
 		pinned = nil
 	}
-	for _, ancestor := range protectAncestors(policy.Workdir, pinned, readOnly) {
+	slices.SortStableFunc(all, func(a, b bind) int { return depth(a.path) - depth(b.path) })
+	for _, ancestor := range protectAncestors(policy.Workdir, pinned, all) {
 		all = append(all, bind{"--bind", ancestor})
 	}
 	slices.SortStableFunc(all, func(a, b bind) int { return depth(a.path) - depth(b.path) })
@@ -111,13 +111,22 @@ func binds(policy Policy) []bind {
 }
 
 // protectAncestors are the directories strictly between workdir and each protected path
-// that are still writable inside (not at or under a read-only bind), each once.
-func protectAncestors(workdir string, protect, readOnly []string) []string {
+// that are still writable inside, each once: those whose last bind in mount order (binds,
+// parent before child) is not read-only. A read-only path that holds the workdir lies
+// under the workdir's own writable bind, and an --rw inside an --ro on top of it: such a
+// path covers nothing of the workdir (it once did, and with --ro of the project's parent
+// a command renamed a submodule's directory away and planted its own .git there).
+func protectAncestors(workdir string, protect []string, binds []bind) []string {
 	var ancestors []string
 	for _, path := range protect {
 		for _, ancestor := range ancestorsBelow(workdir, path) {
-			covered := slices.ContainsFunc(readOnly, func(ro string) bool { return within(ro, ancestor) })
-			if !covered && !slices.Contains(ancestors, ancestor) {
+			last := ""
+			for _, b := range binds {
+				if within(b.path, ancestor) {
+					last = b.option
+				}
+			}
+			if last != "--ro-bind" && !slices.Contains(ancestors, ancestor) {
 				ancestors = append(ancestors, ancestor)
 			}
 		}

@@ -42,3 +42,17 @@ func TestTheGateChecksTheBindsTheArgvMakes(t *testing.T) {
 		t.Errorf("the argv binds\n %v\nthe gate checks\n %v", bound, checked)
 	}
 }
+
+// TestAncestorsUnderAWritableBindArePinned: a protected path's parents are pinned unless
+// the bind mounted last over them is read-only. An --ro path that holds the workdir is
+// under the workdir's own writable bind, and an --rw inside an --ro lies on top of it:
+// neither covers anything (with --ro of the project's parent, a command renamed a
+// submodule's directory away and planted its own .git in its place).
+func TestAncestorsUnderAWritableBindArePinned(t *testing.T) {
+	binds := []bind{{"--ro-bind", "/srv"}, {"--bind", "/srv/p"}, {"--ro-bind", "/srv/p/ro"}, {"--bind", "/srv/p/ro/rw"}}
+	got := protectAncestors("/srv/p", []string{"/srv/p/s/.git", "/srv/p/ro/x/.git", "/srv/p/ro/rw/y/.git"}, binds)
+	want := []string{"/srv/p/s", "/srv/p/ro/rw", "/srv/p/ro/rw/y"}
+	if !slices.Equal(got, want) {
+		t.Errorf("pinned %v, want %v", got, want)
+	}
+}

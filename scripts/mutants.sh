@@ -1553,6 +1553,24 @@ into: if at := len(data) - hashSize - eoieSize; at < 0 && at != marker {
 test: ./sandbox/gitmeta TestAnEndMarkerWhereGitLooksIsTheWalks
 what: an end-of-entries marker where git looks for it, inside another extension, is refused
 
+file: sandbox/plan.go
+line: if within(b.path, ancestor) {
+into: if within(b.path, ancestor) && (b.option == "--ro-bind" || last != "--ro-bind") {
+test: ./sandbox TestAncestorsUnderAWritableBindArePinned
+what: a protected path's parents are pinned unless the bind mounted last over them is read-only (an --ro parent of the project once left a submodule's directory renamable)
+
+file: sandbox/gitmeta/commit.go
+line: if before[path] != id {
+into: if before[path] != id && id[1] == 0 {
+test: ./sandbox/gitmeta TestAuditMovesAsideARepositoryTheRunMade
+what: after a commit-mode run, a .git below the top that was not there before is moved aside whatever the index says (a submodule committed on a branch was entered once the user merged it)
+
+file: sandbox/gitmeta/commit.go
+line: problems = append(problems, fmt.Errorf("%s is reached through a symlink now; not touched, but a host git would follow it: remove it by hand", path))
+into: return moved, fmt.Errorf("%s is reached through a symlink now", path)
+test: ./sandbox/gitmeta TestAuditGoesOnPastWhatItCannotMove
+what: the audit goes on past a .git it cannot move aside (a symlinked first one left a later planted one in place)
+
 file: sandbox/gitmeta/index.go
 line: if mode&0o170000 == 0o160000 && len(name) > 0 {
 into: if false {

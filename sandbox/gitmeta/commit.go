@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/bwrapkit/bwrapkit/internal/pathtree"
+	"golang.org/x/sys/unix"
 )
 
 // --git commit lets the command write what a commit writes (objects, refs, the index,
@@ -100,7 +101,15 @@ func exists(path string) bool {
 // into a config the command wrote, and lists what it moved (old and new names); protect
 // are the entries that were read-only during the run (an existing one stays). Only commit
 // mode needs it: in readonly mode .git is not writable.
-func Audit(workdir string, protect []string) ([]string, error) {
+//
+// before is the .git entries below the top when the run began (Repositories): one that
+// was not there then (by path, device and inode) is moved aside too, whatever the index
+// says. A command that commits a submodule on a branch and leaves the index clean plants
+// a .git the index does not name, which the host enters once the user merges the branch
+// (the usual end of a commit-mode run) or resets the index. So a repository cloned into
+// the project during a commit-mode run loses its .git (renamed, said); one that was
+// there before keeps it.
+func Audit(workdir string, protect []string, before Repositories) ([]string, error) {
 	top := filepath.Join(workdir, ".git")
 	if info, err := os.Lstat(top); err != nil || !info.IsDir() {
 		return nil, nil
@@ -123,29 +132,57 @@ func Audit(workdir string, protect []string) ([]string, error) {
 	for _, rel := range gitlinks {
 		subs = append(subs, filepath.Join(workdir, filepath.FromSlash(rel), ".git"))
 	}
+	for path, id := range RepositoriesBelow(workdir) {
+		if before[path] != id {
+			subs = append(subs, path)
+		}
+	}
+	slices.Sort(subs)
+	subs = slices.Compact(subs)
 	for _, sub := range subs {
 		if pathtree.Within(workdir, sub) && exists(sub) && !slices.Contains(protect, sub) {
 			planted = append(planted, sub)
 		}
 	}
+	// Each is moved aside, or said: one that cannot be must not keep the rest in place
+	// (a symlinked first one once left a later planted .git for the host's git status).
 	var moved []string
+	var problems []error
 	for _, path := range planted {
 		aside := path + ".bwrapkit-quarantine"
 		// The parent is resolved first: a command may have swapped a directory on the
 		// way for a symlink, and the rename must not act elsewhere.
 		if real, err := filepath.EvalSymlinks(filepath.Dir(path)); err != nil || real != filepath.Dir(path) {
-			return moved, fmt.Errorf("%s is reached through a symlink now; not touched, but a host git would follow it: remove it by hand", path)
+			problems = append(problems, fmt.Errorf("%s is reached through a symlink now; not touched, but a host git would follow it: remove it by hand", path))
+			continue
 		}
 		os.RemoveAll(aside)
 		if err := os.Rename(path, aside); err != nil {
-			return moved, fmt.Errorf("cannot move %s aside: %w; remove it before running git here", path, err)
+			problems = append(problems, fmt.Errorf("cannot move %s aside: %w; remove it before running git here", path, err))
+			continue
 		}
 		moved = append(moved, path+" -> "+aside)
 	}
 	if indexErr != nil {
-		return moved, fmt.Errorf("after the run, .git/index cannot be read to check for added submodules (%v); every .git below the top that was not read-only during the run was moved aside", indexErr)
+		problems = append(problems, fmt.Errorf("after the run, .git/index cannot be read to check for added submodules (%v); every .git below the top that was not read-only during the run was moved aside", indexErr))
 	}
-	return moved, nil
+	return moved, errors.Join(problems...)
+}
+
+// Repositories are the entries named .git below a workdir's top, each with its device
+// and inode.
+type Repositories map[string][2]uint64
+
+// RepositoriesBelow is every entry named .git below workdir but the top one.
+func RepositoriesBelow(workdir string) Repositories {
+	found := Repositories{}
+	for _, path := range gitEntriesBelow(workdir) {
+		var stat unix.Stat_t
+		if unix.Lstat(path, &stat) == nil {
+			found[path] = [2]uint64{uint64(stat.Dev), stat.Ino}
+		}
+	}
+	return found
 }
 
 // gitEntriesBelow is every entry named .git below workdir but the top one, not looking

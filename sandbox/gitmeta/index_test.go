@@ -307,8 +307,9 @@ func TestAuditOfAnIndexItCannotRead(t *testing.T) {
 	data, _ := os.ReadFile(index)
 	os.WriteFile(index, withExtension(t, data, "link", make([]byte, 20), true), 0o644)
 
+	// All three were there before the run: only the unreadable index moves them.
 	kept := filepath.Join(workdir, "kept", ".git")
-	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git"), kept})
+	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git"), kept}, RepositoriesBelow(workdir))
 	if err == nil || !strings.Contains(err.Error(), "moved aside") {
 		t.Errorf("Audit of a crafted index: %v", err)
 	}
@@ -466,5 +467,50 @@ func TestAnEndMarkerWhereGitLooksIsTheWalks(t *testing.T) {
 	}
 	if err := scanIndexData(withExtension(t, data, "EOIE", hidden[8:], false), 20, noShared, ignore); err != nil {
 		t.Errorf("an end marker where git writes it: %v", err)
+	}
+}
+
+// TestAuditGoesOnPastWhatItCannotMove: a planted .git the audit cannot move aside (reached
+// through a symlink the command left) is said, and the others are still moved: the first
+// one once ended the audit, and a later planted .git stayed for the host's git status.
+func TestAuditGoesOnPastWhatItCannotMove(t *testing.T) {
+	workdir := t.TempDir()
+	gitIn(t, workdir)("init", "-q")
+	for _, sub := range []string{"b/sub", "z"} {
+		os.MkdirAll(filepath.Join(workdir, sub), 0o755)
+		gitIn(t, filepath.Join(workdir, sub))("init", "-q")
+	}
+	os.Symlink("b", filepath.Join(workdir, "a"))
+	os.WriteFile(filepath.Join(workdir, ".git", "index"), indexV2(rawEntry{mode: 0o160000, name: "a/sub"}, rawEntry{mode: 0o160000, name: "z"}), 0o644)
+	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git")}, nil)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(workdir, "a", "sub", ".git")) {
+		t.Errorf("the .git behind a symlink was not said: %v", err)
+	}
+	if exists(filepath.Join(workdir, "z", ".git")) || len(moved) != 2 {
+		t.Errorf("the planted z/.git was not moved aside after it: moved %v, %v", moved, err)
+	}
+}
+
+// TestAuditMovesAsideARepositoryTheRunMade: a .git below the top that was not there when
+// the run began is moved aside whatever the index says (a command commits a submodule on
+// a branch and leaves the index clean: the host enters it once the branch is merged); a
+// repository that was there before keeps its .git.
+func TestAuditMovesAsideARepositoryTheRunMade(t *testing.T) {
+	workdir := t.TempDir()
+	gitIn(t, workdir)("init", "-q")
+	os.MkdirAll(filepath.Join(workdir, "vendor", "x"), 0o755)
+	gitIn(t, filepath.Join(workdir, "vendor", "x"))("init", "-q")
+	before := RepositoriesBelow(workdir)
+	if len(before) != 1 {
+		t.Fatalf("repositories before: %v", before)
+	}
+	os.MkdirAll(filepath.Join(workdir, "z"), 0o755)
+	gitIn(t, filepath.Join(workdir, "z"))("init", "-q")
+	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git")}, before)
+	if err != nil || len(moved) != 1 || exists(filepath.Join(workdir, "z", ".git")) {
+		t.Errorf("the repository the run made: moved %v, %v", moved, err)
+	}
+	if !exists(filepath.Join(workdir, "vendor", "x", ".git")) {
+		t.Errorf("the repository that was there before was moved: %v", moved)
 	}
 }

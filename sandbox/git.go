@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/bwrapkit/bwrapkit/sandbox/gitmeta"
 	"github.com/bwrapkit/bwrapkit/sandbox/land"
@@ -22,6 +23,14 @@ func (policy *Policy) protectGit(env []string, indexes *gitmeta.Indexes) error {
 	}
 	policy.Protect = append(policy.Protect, gitProtected...)
 	if policy.Git == GitCommit {
+		// Every repository below the top is read-only too (see gitmeta.Audit): the
+		// command could otherwise arm one's config and commit it as a submodule on a
+		// branch, which the host enters once the branch is merged.
+		for _, nested := range gitmeta.NestedRepositories(policy.Workdir) {
+			if !slices.Contains(policy.Protect, nested) {
+				policy.Protect = append(policy.Protect, nested)
+			}
+		}
 		if policy.Protect, err = gitmeta.CommitEntries(policy.Workdir, policy.Protect); err != nil {
 			return &PolicyError{"git", "commit", err.Error()}
 		}
@@ -95,20 +104,11 @@ func makeGitCommitDirs(workdir string) error {
 
 // auditGit moves aside what a commit-mode run left that a host git would follow into a
 // config the command wrote (gitmeta.Audit). In readonly mode .git is not writable.
-func auditGit(policy Policy, before gitmeta.Repositories) ([]string, error) {
+func auditGit(policy Policy) ([]string, error) {
 	if policy.Git != GitCommit {
 		return nil, nil
 	}
-	return gitmeta.Audit(policy.Workdir, policy.Protect, before)
-}
-
-// repositoriesBefore are the repositories below a commit-mode run's workdir as it
-// begins, for its audit (gitmeta.Audit); nil in the other modes, which need none.
-func repositoriesBefore(policy Policy) gitmeta.Repositories {
-	if policy.Git != GitCommit {
-		return nil
-	}
-	return gitmeta.RepositoriesBelow(policy.Workdir)
+	return gitmeta.Audit(policy.Workdir, policy.Protect)
 }
 
 // verifyGit checks what a commit-mode run wrote under .git before it lands

@@ -1505,12 +1505,6 @@ into: if len(payload) < 4 || end < 0 {
 test: ./sandbox/gitmeta TestIndexExtensionsAreReadAsGitReadsThem
 what: an index whose end-of-entries marker puts its extensions elsewhere is refused
 
-file: sandbox/gitmeta/commit.go
-line: subs = gitEntriesBelow(workdir)
-into: subs = nil
-test: ./sandbox/gitmeta TestAuditOfAnIndexItCannotRead
-what: after a commit-mode run whose index cannot be read, every .git below the top that was not read-only is moved aside
-
 file: sandbox/gitmeta/worktree.go
 line: case err != nil:
 into: case false:
@@ -1560,16 +1554,22 @@ test: ./sandbox TestAncestorsUnderAWritableBindArePinned
 what: a protected path's parents are pinned unless the bind mounted last over them is read-only (an --ro parent of the project once left a submodule's directory renamable)
 
 file: sandbox/gitmeta/commit.go
-line: if before[path] != id {
-into: if before[path] != id && id[1] == 0 {
-test: ./sandbox/gitmeta TestAuditMovesAsideARepositoryTheRunMade
-what: after a commit-mode run, a .git below the top that was not there before is moved aside whatever the index says (a submodule committed on a branch was entered once the user merged it)
-
-file: sandbox/gitmeta/commit.go
 line: problems = append(problems, fmt.Errorf("%s is reached through a symlink now; not touched, but a host git would follow it: remove it by hand", path))
 into: return moved, fmt.Errorf("%s is reached through a symlink now", path)
 test: ./sandbox/gitmeta TestAuditGoesOnPastWhatItCannotMove
 what: the audit goes on past a .git it cannot move aside (a symlinked first one left a later planted one in place)
+
+file: sandbox/gitmeta/commit.go
+line: subs, hidden := gitEntriesBelow(workdir, true)
+into: var subs, hidden []string
+test: ./sandbox/gitmeta TestAuditMovesAsideARepositoryTheRunMade
+what: after a commit-mode run, every .git below the top that was not read-only is moved aside whatever the index says (a submodule committed on a branch was entered once the user merged it)
+
+file: sandbox/git.go
+line: policy.Protect = append(policy.Protect, nested)
+into: _ = nested
+test: ./sandbox TestCommitModeProtectsNestedRepositories
+what: in commit mode every repository below the top is read-only (an existing one's config, armed and committed as a submodule on a branch, was entered after a merge)
 
 file: sandbox/gitmeta/index.go
 line: if mode&0o170000 == 0o160000 && len(name) > 0 {

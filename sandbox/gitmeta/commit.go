@@ -3,13 +3,11 @@ package gitmeta
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/bwrapkit/bwrapkit/internal/pathtree"
-	"golang.org/x/sys/unix"
 )
 
 // --git commit lets the command write what a commit writes (objects, refs, the index,
@@ -102,14 +100,15 @@ func exists(path string) bool {
 // are the entries that were read-only during the run (an existing one stays). Only commit
 // mode needs it: in readonly mode .git is not writable.
 //
-// before is the .git entries below the top when the run began (Repositories): one that
-// was not there then (by path, device and inode) is moved aside too, whatever the index
-// says. A command that commits a submodule on a branch and leaves the index clean plants
-// a .git the index does not name, which the host enters once the user merges the branch
-// (the usual end of a commit-mode run) or resets the index. So a repository cloned into
-// the project during a commit-mode run loses its .git (renamed, said); one that was
-// there before keeps it.
-func Audit(workdir string, protect []string, before Repositories) ([]string, error) {
+// Every repository below the top that was there when the run began was read-only during
+// it (NestedRepositories, protected by the policy), so every .git below the top that is
+// not protected now is one the run made: it is moved aside whatever the index says. A
+// command can commit a submodule on a branch and leave the index clean, and the host
+// enters it once the user merges the branch (the usual end of a commit-mode run) or
+// resets the index; or it can edit an existing nested repository's config and make that
+// a submodule on a branch. A repository cloned into the project during a commit-mode run
+// therefore loses its .git (renamed, and said).
+func Audit(workdir string, protect []string) ([]string, error) {
 	top := filepath.Join(workdir, ".git")
 	if info, err := os.Lstat(top); err != nil || !info.IsDir() {
 		return nil, nil
@@ -121,21 +120,12 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 			planted = append(planted, path)
 		}
 	}
-	var subs []string
+	// A directory the command left unreadable could hide one: it is made readable
+	// (the command's own, in the caller's project), and one that stays unreadable is said.
+	subs, hidden := gitEntriesBelow(workdir, true)
 	gitlinks, indexErr := indexGitlinks(filepath.Join(top, "index")) // the command's index: read afresh
-	if indexErr != nil {
-		// An index bwrapkit cannot read (damaged, or crafted to show git another view
-		// than bwrapkit's) may hide a gitlink: every .git below the top that was not
-		// read-only during the run is a submodule a host git might enter.
-		subs = gitEntriesBelow(workdir)
-	}
 	for _, rel := range gitlinks {
 		subs = append(subs, filepath.Join(workdir, filepath.FromSlash(rel), ".git"))
-	}
-	for path, id := range RepositoriesBelow(workdir) {
-		if before[path] != id {
-			subs = append(subs, path)
-		}
 	}
 	slices.Sort(subs)
 	subs = slices.Compact(subs)
@@ -166,41 +156,51 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 	if indexErr != nil {
 		problems = append(problems, fmt.Errorf("after the run, .git/index cannot be read to check for added submodules (%v); every .git below the top that was not read-only during the run was moved aside", indexErr))
 	}
+	for _, dir := range hidden {
+		problems = append(problems, fmt.Errorf("%s cannot be read, and may hold a repository the command planted; look inside before running git here", dir))
+	}
 	return moved, errors.Join(problems...)
 }
 
-// Repositories are the entries named .git below a workdir's top, each with its device
-// and inode.
-type Repositories map[string][2]uint64
-
-// RepositoriesBelow is every entry named .git below workdir but the top one.
-func RepositoriesBelow(workdir string) Repositories {
-	found := Repositories{}
-	for _, path := range gitEntriesBelow(workdir) {
-		var stat unix.Stat_t
-		if unix.Lstat(path, &stat) == nil {
-			found[path] = [2]uint64{uint64(stat.Dev), stat.Ino}
-		}
-	}
+// NestedRepositories is every entry named .git below workdir but the top one: a
+// commit-mode run protects them all (the policy binds them read-only), so that the audit
+// after it can take every other one for the run's own. A directory that cannot be read
+// is passed over: the command, which runs as the caller, cannot read it either, and the
+// audit looks again.
+func NestedRepositories(workdir string) []string {
+	found, _ := gitEntriesBelow(workdir, false)
 	return found
 }
 
 // gitEntriesBelow is every entry named .git below workdir but the top one, not looking
-// inside any (nor following a symlink).
-func gitEntriesBelow(workdir string) []string {
+// inside any (nor following a symlink), and the directories it could not read. With
+// unlock it first makes such a directory readable and searchable by its owner, and lists
+// it only if it stays unreadable.
+func gitEntriesBelow(workdir string, unlock bool) (found, unreadable []string) {
 	top := filepath.Join(workdir, ".git")
-	var found []string
-	_ = filepath.WalkDir(workdir, func(path string, entry fs.DirEntry, err error) error {
-		switch {
-		case err != nil || entry.Name() != ".git":
-			return nil
-		case path != top:
-			found = append(found, path)
+	var walk func(dir string)
+	walk = func(dir string) {
+		entries, err := os.ReadDir(dir)
+		if err != nil && unlock {
+			if info, statErr := os.Lstat(dir); statErr == nil && info.IsDir() && os.Chmod(dir, info.Mode().Perm()|0o500) == nil {
+				entries, err = os.ReadDir(dir)
+			}
 		}
-		if entry.IsDir() {
-			return filepath.SkipDir
+		if err != nil {
+			unreadable = append(unreadable, dir)
 		}
-		return nil
-	})
-	return found
+		for _, entry := range entries {
+			path := filepath.Join(dir, entry.Name())
+			switch {
+			case entry.Name() == ".git":
+				if path != top {
+					found = append(found, path)
+				}
+			case entry.IsDir():
+				walk(path)
+			}
+		}
+	}
+	walk(workdir)
+	return found, unreadable
 }

@@ -307,9 +307,8 @@ func TestAuditOfAnIndexItCannotRead(t *testing.T) {
 	data, _ := os.ReadFile(index)
 	os.WriteFile(index, withExtension(t, data, "link", make([]byte, 20), true), 0o644)
 
-	// All three were there before the run: only the unreadable index moves them.
 	kept := filepath.Join(workdir, "kept", ".git")
-	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git"), kept}, RepositoriesBelow(workdir))
+	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git"), kept})
 	if err == nil || !strings.Contains(err.Error(), "moved aside") {
 		t.Errorf("Audit of a crafted index: %v", err)
 	}
@@ -482,7 +481,7 @@ func TestAuditGoesOnPastWhatItCannotMove(t *testing.T) {
 	}
 	os.Symlink("b", filepath.Join(workdir, "a"))
 	os.WriteFile(filepath.Join(workdir, ".git", "index"), indexV2(rawEntry{mode: 0o160000, name: "a/sub"}, rawEntry{mode: 0o160000, name: "z"}), 0o644)
-	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git")}, nil)
+	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git")})
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(workdir, "a", "sub", ".git")) {
 		t.Errorf("the .git behind a symlink was not said: %v", err)
 	}
@@ -491,24 +490,29 @@ func TestAuditGoesOnPastWhatItCannotMove(t *testing.T) {
 	}
 }
 
-// TestAuditMovesAsideARepositoryTheRunMade: a .git below the top that was not there when
-// the run began is moved aside whatever the index says (a command commits a submodule on
-// a branch and leaves the index clean: the host enters it once the branch is merged); a
-// repository that was there before keeps its .git.
+// TestAuditMovesAsideARepositoryTheRunMade: every repository below the top when a
+// commit-mode run begins is protected (NestedRepositories), and after it every .git that
+// is not is moved aside whatever the index says (a command commits a submodule on a
+// branch and leaves the index clean: the host enters it once the branch is merged).
+// Directories the command locked are opened to look.
 func TestAuditMovesAsideARepositoryTheRunMade(t *testing.T) {
 	workdir := t.TempDir()
 	gitIn(t, workdir)("init", "-q")
 	os.MkdirAll(filepath.Join(workdir, "vendor", "x"), 0o755)
 	gitIn(t, filepath.Join(workdir, "vendor", "x"))("init", "-q")
-	before := RepositoriesBelow(workdir)
-	if len(before) != 1 {
-		t.Fatalf("repositories before: %v", before)
+	protect := append([]string{filepath.Join(workdir, ".git")}, NestedRepositories(workdir)...)
+	if len(protect) != 2 {
+		t.Fatalf("repositories before: %v", protect)
 	}
-	os.MkdirAll(filepath.Join(workdir, "z"), 0o755)
-	gitIn(t, filepath.Join(workdir, "z"))("init", "-q")
-	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git")}, before)
-	if err != nil || len(moved) != 1 || exists(filepath.Join(workdir, "z", ".git")) {
-		t.Errorf("the repository the run made: moved %v, %v", moved, err)
+	for _, sub := range []string{"z", "locked/deep"} {
+		os.MkdirAll(filepath.Join(workdir, sub), 0o755)
+		gitIn(t, filepath.Join(workdir, sub))("init", "-q")
+	}
+	os.Chmod(filepath.Join(workdir, "locked"), 0o100)
+	t.Cleanup(func() { os.Chmod(filepath.Join(workdir, "locked"), 0o755) })
+	moved, err := Audit(workdir, protect)
+	if err != nil || len(moved) != 2 || exists(filepath.Join(workdir, "z", ".git")) || exists(filepath.Join(workdir, "locked", "deep", ".git")) {
+		t.Errorf("the repositories the run made: moved %v, %v", moved, err)
 	}
 	if !exists(filepath.Join(workdir, "vendor", "x", ".git")) {
 		t.Errorf("the repository that was there before was moved: %v", moved)

@@ -1,0 +1,42 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/bwrapkit/bwrapkit/internal/livetest"
+)
+
+// TestCommitModeProtectsNestedRepositories: in commit mode every repository below the top
+// is read-only for the run, not only the submodules: the command could otherwise arm an
+// existing nested repository's config and commit it as a submodule on a branch, which the
+// host enters once the branch is merged (and the audit after the run takes every other
+// .git for the run's own).
+func TestCommitModeProtectsNestedRepositories(t *testing.T) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	workdir := livetest.TempDir(t)
+	for _, dir := range []string{workdir, filepath.Join(workdir, "vendor", "x")} {
+		os.MkdirAll(dir, 0o755)
+		cmd := exec.Command(gitPath, "init", "-q", dir)
+		cmd.Env = []string{"HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v\n%s", err, out)
+		}
+	}
+	nested := filepath.Join(workdir, "vendor", "x", ".git")
+	for git, want := range map[string]bool{"commit": true, "readonly": false} {
+		policy, err := NewPolicy(Request{Workdir: workdir, Git: git, WorkdirMode: string(WorkdirDirect)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Contains(policy.Protect, nested); got != want {
+			t.Errorf("--git %s protects %s: %v, want %v", git, nested, got, want)
+		}
+	}
+}

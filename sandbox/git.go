@@ -23,9 +23,9 @@ func (policy *Policy) protectGit(env []string, indexes *gitmeta.Indexes) error {
 	}
 	policy.Protect = append(policy.Protect, gitProtected...)
 	if policy.Git == GitCommit {
-		// Every repository below the top is read-only too (see gitmeta.Audit): the
-		// command could otherwise arm one's config and commit it as a submodule on a
-		// branch, which the host enters once the branch is merged.
+		// The repositories below the top are read-only too, where they can be (see
+		// gitmeta.NestedRepositories): the command could otherwise arm one's config and
+		// commit it as a submodule on a branch, which the host enters once it is merged.
 		for _, nested := range gitmeta.NestedRepositories(policy.Workdir) {
 			if !slices.Contains(policy.Protect, nested) {
 				policy.Protect = append(policy.Protect, nested)
@@ -104,11 +104,20 @@ func makeGitCommitDirs(workdir string) error {
 
 // auditGit moves aside what a commit-mode run left that a host git would follow into a
 // config the command wrote (gitmeta.Audit). In readonly mode .git is not writable.
-func auditGit(policy Policy) ([]string, error) {
+func auditGit(policy Policy, before gitmeta.Repositories) ([]string, error) {
 	if policy.Git != GitCommit {
 		return nil, nil
 	}
-	return gitmeta.Audit(policy.Workdir, policy.Protect)
+	return gitmeta.Audit(policy.Workdir, policy.Protect, before)
+}
+
+// repositoriesBefore are the repositories below a commit-mode run's workdir as it
+// begins, for its audit (gitmeta.Audit); nil in the other modes, which need none.
+func repositoriesBefore(policy Policy) gitmeta.Repositories {
+	if policy.Git != GitCommit {
+		return nil
+	}
+	return gitmeta.RepositoriesBelow(policy.Workdir)
 }
 
 // verifyGit checks what a commit-mode run wrote under .git before it lands

@@ -29,6 +29,10 @@ func TestCommitModeProtectsNestedRepositories(t *testing.T) {
 			t.Fatalf("git init: %v\n%s", err, out)
 		}
 	}
+	// A nested .git that is a symlink is left to the audit's inventory: bound, it refused
+	// every commit-mode run ("became a symlink after it was checked").
+	os.MkdirAll(filepath.Join(workdir, "linked"), 0o755)
+	os.Symlink("../vendor/x/.git", filepath.Join(workdir, "linked", ".git"))
 	nested := filepath.Join(workdir, "vendor", "x", ".git")
 	for git, want := range map[string]bool{"commit": true, "readonly": false} {
 		policy, err := NewPolicy(Request{Workdir: workdir, Git: git, WorkdirMode: string(WorkdirDirect)}, nil)

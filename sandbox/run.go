@@ -168,6 +168,7 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 	if policy.NetProxy.Joined {
 		plan.joiner = opts.NetJoiner
 	}
+	before := repositoriesBefore(policy)
 	result, err := start(ctx, plan, opts)
 	result.WorkdirMode, result.ModeFallback = choice.Mode, choice.Fallback
 	if txn != nil {
@@ -187,7 +188,7 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 	}
 	if result.Started || result.Failure != "" {
 		// The sandbox is gone (its pid namespace ended with it): nothing races this.
-		moved, auditErr := auditGit(policy)
+		moved, auditErr := auditGit(policy, before)
 		result.GitMovedAside = moved
 		if auditErr != nil && err == nil {
 			err = &GitAuditError{Err: auditErr}

@@ -3,11 +3,13 @@ package gitmeta
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/bwrapkit/bwrapkit/internal/pathtree"
+	"golang.org/x/sys/unix"
 )
 
 // --git commit lets the command write what a commit writes (objects, refs, the index,
@@ -26,12 +28,14 @@ import (
 // (renamed to NAME.bwrapkit-quarantine) before bwrapkit returns.
 
 // gitCommitProtected are the names under a top .git directory kept read-only in commit
-// mode; dirs are made when missing.
+// mode; dirs are made when missing. worktrees/ holds each linked worktree's commondir:
+// writable, a command pointed one at a repository of its own, whose fsmonitor the host's
+// git status in that worktree ran.
 func gitCommitProtected() (files, dirs []string) {
-	return []string{"config"}, []string{"hooks", "info", "modules"}
+	return []string{"config"}, []string{"hooks", "info", "modules", "worktrees"}
 }
 
-// MakeCommitDirs creates the missing hooks/, info/ and modules/ of a commit-mode
+// MakeCommitDirs creates the missing hooks/, info/, modules/ and worktrees/ of a commit-mode
 // workdir's .git (0755, as git does): a read-only bind needs something to bind, or the
 // command could create them.
 func MakeCommitDirs(workdir string) error {
@@ -100,15 +104,16 @@ func exists(path string) bool {
 // are the entries that were read-only during the run (an existing one stays). Only commit
 // mode needs it: in readonly mode .git is not writable.
 //
-// Every repository below the top that was there when the run began was read-only during
-// it (NestedRepositories, protected by the policy), so every .git below the top that is
-// not protected now is one the run made: it is moved aside whatever the index says. A
-// command can commit a submodule on a branch and leave the index clean, and the host
-// enters it once the user merges the branch (the usual end of a commit-mode run) or
-// resets the index; or it can edit an existing nested repository's config and make that
-// a submodule on a branch. A repository cloned into the project during a commit-mode run
-// therefore loses its .git (renamed, and said).
-func Audit(workdir string, protect []string) ([]string, error) {
+// before is the .git entries below the top when the run began (Repositories). Besides
+// the index's gitlinks, every .git below the top that is neither protected nor there then
+// unchanged (device, inode, change time) is moved aside, whatever the index says: a command can
+// commit a submodule on a branch and leave the index clean, and the host enters it once
+// the user merges the branch (the usual end of a commit-mode run) or resets the index.
+// The repositories that were there are protected too, where the policy could
+// (NestedRepositories): else the command could arm one's config and commit it as a
+// submodule on a branch. A repository cloned into the project during a commit-mode run
+// loses its .git (renamed, and said).
+func Audit(workdir string, protect []string, before Repositories) ([]string, error) {
 	top := filepath.Join(workdir, ".git")
 	if info, err := os.Lstat(top); err != nil || !info.IsDir() {
 		return nil, nil
@@ -120,10 +125,23 @@ func Audit(workdir string, protect []string) ([]string, error) {
 			planted = append(planted, path)
 		}
 	}
-	// A directory the command left unreadable could hide one: it is made readable
-	// (the command's own, in the caller's project), and one that stays unreadable is said.
-	subs, hidden := gitEntriesBelow(workdir, true)
+	// A directory the command left unreadable could hide one: it is opened to its owner
+	// for the look (and closed again after), and one that stays unreadable is said.
+	found, hidden, relock := gitEntriesBelow(workdir, true)
+	defer relock()
+	var subs []string
+	for _, path := range found {
+		if id, ok := identity(path); !ok || before[path] != id {
+			subs = append(subs, path)
+		}
+	}
 	gitlinks, indexErr := indexGitlinks(filepath.Join(top, "index")) // the command's index: read afresh
+	if indexErr != nil {
+		// An index bwrapkit cannot read (damaged, or crafted to show git another view
+		// than bwrapkit's) may hide a gitlink to one that was there: every .git below
+		// the top that was not read-only during the run goes too.
+		subs = append(subs, found...)
+	}
 	for _, rel := range gitlinks {
 		subs = append(subs, filepath.Join(workdir, filepath.FromSlash(rel), ".git"))
 	}
@@ -162,27 +180,84 @@ func Audit(workdir string, protect []string) ([]string, error) {
 	return moved, errors.Join(problems...)
 }
 
-// NestedRepositories is every entry named .git below workdir but the top one: a
-// commit-mode run protects them all (the policy binds them read-only), so that the audit
-// after it can take every other one for the run's own. A directory that cannot be read
-// is passed over: the command, which runs as the caller, cannot read it either, and the
-// audit looks again.
-func NestedRepositories(workdir string) []string {
-	found, _ := gitEntriesBelow(workdir, false)
+// Repositories are the entries named .git below a workdir's top, each with its device,
+// inode and change time: a command that removes one and makes another may get the same
+// inode back from the file system, never the same change time.
+type Repositories map[string][4]uint64
+
+// RepositoriesBelow is every entry named .git below workdir but the top one.
+func RepositoriesBelow(workdir string) Repositories {
+	found := Repositories{}
+	paths, _, _ := gitEntriesBelow(workdir, false)
+	for _, path := range paths {
+		if id, ok := identity(path); ok {
+			found[path] = id
+		}
+	}
 	return found
+}
+
+// identity is path's device, inode and change time, not following a symlink.
+func identity(path string) ([4]uint64, bool) {
+	var stat unix.Stat_t
+	if unix.Lstat(path, &stat) != nil {
+		return [4]uint64{}, false
+	}
+	return [4]uint64{uint64(stat.Dev), stat.Ino, uint64(stat.Ctim.Sec), uint64(stat.Ctim.Nsec)}, true
+}
+
+// maxNested bounds how many nested repositories a commit-mode run protects: each is a
+// bind, and bwrap takes at most 9,000 arguments (2,700 nested repositories exceeded them).
+const maxNested = 256
+
+// NestedRepositories is the repositories below workdir's top that a commit-mode run binds
+// read-only: every .git there that is a directory or a file (a gitfile, with the gitdir
+// it names where that is a directory inside the project), or none when
+// there are more than maxNested (a vendor tree, a GOPATH inside the project), where the
+// audit's inventory alone answers. A .git that is a symlink is left to the inventory too
+// (binding it would bind what it leads to). A directory that cannot be read is passed
+// over: the command, which runs as the caller, cannot read it either.
+func NestedRepositories(workdir string) []string {
+	paths, _, _ := gitEntriesBelow(workdir, false)
+	var nested []string
+	for _, path := range paths {
+		info, err := os.Lstat(path)
+		switch {
+		case err != nil:
+		case info.IsDir():
+			nested = append(nested, path)
+		case info.Mode().IsRegular():
+			nested = append(nested, path)
+			// A gitfile's gitdir inside the project is the repository itself: writable,
+			// the command armed its config and committed the gitfile's directory as a
+			// submodule on a branch.
+			if gitdir, err := gitfileTarget(path); err == nil && gitdir != "" && pathtree.Within(workdir, gitdir) && gitdir != workdir {
+				if info, err := os.Lstat(gitdir); err == nil && info.IsDir() {
+					nested = append(nested, gitdir)
+				}
+			}
+		}
+	}
+	if len(nested) > maxNested {
+		return nil
+	}
+	return nested
 }
 
 // gitEntriesBelow is every entry named .git below workdir but the top one, not looking
 // inside any (nor following a symlink), and the directories it could not read. With
-// unlock it first makes such a directory readable and searchable by its owner, and lists
-// it only if it stays unreadable.
-func gitEntriesBelow(workdir string, unlock bool) (found, unreadable []string) {
+// unlock it first opens such a directory to its owner (read and search) and lists it
+// only if it stays unreadable; relock puts back the modes it changed.
+func gitEntriesBelow(workdir string, unlock bool) (found, unreadable []string, relock func()) {
 	top := filepath.Join(workdir, ".git")
+	var opened []string
+	var modes []fs.FileMode
 	var walk func(dir string)
 	walk = func(dir string) {
 		entries, err := os.ReadDir(dir)
 		if err != nil && unlock {
 			if info, statErr := os.Lstat(dir); statErr == nil && info.IsDir() && os.Chmod(dir, info.Mode().Perm()|0o500) == nil {
+				opened, modes = append(opened, dir), append(modes, info.Mode().Perm())
 				entries, err = os.ReadDir(dir)
 			}
 		}
@@ -202,5 +277,9 @@ func gitEntriesBelow(workdir string, unlock bool) (found, unreadable []string) {
 		}
 	}
 	walk(workdir)
-	return found, unreadable
+	return found, unreadable, func() {
+		for i := len(opened) - 1; i >= 0; i-- {
+			_ = os.Chmod(opened[i], modes[i])
+		}
+	}
 }

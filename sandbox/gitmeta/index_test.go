@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -307,8 +308,9 @@ func TestAuditOfAnIndexItCannotRead(t *testing.T) {
 	data, _ := os.ReadFile(index)
 	os.WriteFile(index, withExtension(t, data, "link", make([]byte, 20), true), 0o644)
 
+	// All three were there before the run: only the unreadable index moves them.
 	kept := filepath.Join(workdir, "kept", ".git")
-	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git"), kept})
+	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git"), kept}, RepositoriesBelow(workdir))
 	if err == nil || !strings.Contains(err.Error(), "moved aside") {
 		t.Errorf("Audit of a crafted index: %v", err)
 	}
@@ -481,7 +483,7 @@ func TestAuditGoesOnPastWhatItCannotMove(t *testing.T) {
 	}
 	os.Symlink("b", filepath.Join(workdir, "a"))
 	os.WriteFile(filepath.Join(workdir, ".git", "index"), indexV2(rawEntry{mode: 0o160000, name: "a/sub"}, rawEntry{mode: 0o160000, name: "z"}), 0o644)
-	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git")})
+	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git")}, nil)
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(workdir, "a", "sub", ".git")) {
 		t.Errorf("the .git behind a symlink was not said: %v", err)
 	}
@@ -490,31 +492,90 @@ func TestAuditGoesOnPastWhatItCannotMove(t *testing.T) {
 	}
 }
 
-// TestAuditMovesAsideARepositoryTheRunMade: every repository below the top when a
-// commit-mode run begins is protected (NestedRepositories), and after it every .git that
-// is not is moved aside whatever the index says (a command commits a submodule on a
-// branch and leaves the index clean: the host enters it once the branch is merged).
-// Directories the command locked are opened to look.
+// TestAuditMovesAsideARepositoryTheRunMade: a .git below the top that was not there when
+// the run began is moved aside whatever the index says (a command commits a submodule on
+// a branch and leaves the index clean: the host enters it once the branch is merged);
+// one that was there keeps its .git. A directory the command locked is opened to look,
+// and locked again after.
 func TestAuditMovesAsideARepositoryTheRunMade(t *testing.T) {
 	workdir := t.TempDir()
 	gitIn(t, workdir)("init", "-q")
 	os.MkdirAll(filepath.Join(workdir, "vendor", "x"), 0o755)
 	gitIn(t, filepath.Join(workdir, "vendor", "x"))("init", "-q")
+	before := RepositoriesBelow(workdir)
 	protect := append([]string{filepath.Join(workdir, ".git")}, NestedRepositories(workdir)...)
-	if len(protect) != 2 {
-		t.Fatalf("repositories before: %v", protect)
+	if len(before) != 1 || len(protect) != 2 {
+		t.Fatalf("repositories before: %v, protected %v", before, protect)
 	}
 	for _, sub := range []string{"z", "locked/deep"} {
 		os.MkdirAll(filepath.Join(workdir, sub), 0o755)
 		gitIn(t, filepath.Join(workdir, sub))("init", "-q")
 	}
-	os.Chmod(filepath.Join(workdir, "locked"), 0o100)
-	t.Cleanup(func() { os.Chmod(filepath.Join(workdir, "locked"), 0o755) })
-	moved, err := Audit(workdir, protect)
-	if err != nil || len(moved) != 2 || exists(filepath.Join(workdir, "z", ".git")) || exists(filepath.Join(workdir, "locked", "deep", ".git")) {
+	locked := filepath.Join(workdir, "locked")
+	os.Chmod(locked, 0o100)
+	t.Cleanup(func() { os.Chmod(locked, 0o755) })
+	moved, err := Audit(workdir, protect, before)
+	if err != nil || len(moved) != 2 || exists(filepath.Join(workdir, "z", ".git")) || exists(filepath.Join(locked, "deep", ".git")) {
 		t.Errorf("the repositories the run made: moved %v, %v", moved, err)
 	}
 	if !exists(filepath.Join(workdir, "vendor", "x", ".git")) {
 		t.Errorf("the repository that was there before was moved: %v", moved)
+	}
+	if info, err := os.Lstat(locked); err != nil || info.Mode().Perm() != 0o100 {
+		t.Errorf("the locked directory was left open: %v, %v", info.Mode(), err)
+	}
+}
+
+// TestNestedRepositoriesLeaveLinksAndCrowdsToTheInventory: a nested .git that is a symlink
+// is not bound (that would bind what it leads to; a commit-mode run with one was refused),
+// nor are nested repositories past maxNested (bwrap's argument limit refused the run):
+// the audit's inventory keeps each one that stayed, and moves aside one replaced.
+func TestNestedRepositoriesLeaveLinksAndCrowdsToTheInventory(t *testing.T) {
+	workdir := t.TempDir()
+	os.MkdirAll(filepath.Join(workdir, ".git"), 0o755)
+	os.MkdirAll(filepath.Join(workdir, "real.git"), 0o755)
+	os.MkdirAll(filepath.Join(workdir, "linked"), 0o755)
+	os.Symlink("../real.git", filepath.Join(workdir, "linked", ".git"))
+	os.MkdirAll(filepath.Join(workdir, "plain", ".git"), 0o755)
+	if got := NestedRepositories(workdir); !slices.Equal(got, []string{filepath.Join(workdir, "plain", ".git")}) {
+		t.Errorf("nested repositories bound: %v", got)
+	}
+	before := RepositoriesBelow(workdir)
+	protect := []string{filepath.Join(workdir, ".git"), filepath.Join(workdir, "plain", ".git")}
+	if moved, err := Audit(workdir, protect, before); err != nil || len(moved) != 0 {
+		t.Errorf("an unchanged symlinked .git: moved %v, %v", moved, err)
+	}
+	os.Remove(filepath.Join(workdir, "linked", ".git"))
+	os.Symlink("../elsewhere.git", filepath.Join(workdir, "linked", ".git"))
+	if moved, err := Audit(workdir, protect, before); err != nil || len(moved) != 1 {
+		t.Errorf("a symlinked .git the run replaced: moved %v, %v", moved, err)
+	}
+	crowd := t.TempDir()
+	for i := range maxNested + 1 {
+		os.MkdirAll(filepath.Join(crowd, "vendor", strconv.Itoa(i), ".git"), 0o755)
+	}
+	if got := NestedRepositories(crowd); len(got) != 0 {
+		t.Errorf("%d nested repositories bound, past the bound of %d", len(got), maxNested)
+	}
+}
+
+// TestCommitModeKeepsGitdirsAndWorktreesReadOnly: a nested repository whose .git is a
+// gitfile has the gitdir it names (inside the project) bound read-only too, and the top
+// .git's worktrees/ (each linked worktree's commondir) stays read-only in commit mode: a
+// command armed either and the host's git ran its fsmonitor.
+func TestCommitModeKeepsGitdirsAndWorktreesReadOnly(t *testing.T) {
+	workdir := t.TempDir()
+	git := gitIn(t, workdir)
+	git("init", "-q")
+	git("init", "-q", "--separate-git-dir", filepath.Join(workdir, "subgd"), "sub")
+	nested := NestedRepositories(workdir)
+	for _, want := range []string{filepath.Join(workdir, "sub", ".git"), filepath.Join(workdir, "subgd")} {
+		if !slices.Contains(nested, want) {
+			t.Errorf("nested repositories %v lack %s", nested, want)
+		}
+	}
+	kept, err := CommitEntries(workdir, []string{filepath.Join(workdir, ".git")})
+	if err != nil || !slices.Contains(kept, filepath.Join(workdir, ".git", "worktrees")) {
+		t.Errorf("commit mode's read-only parts %v, %v", kept, err)
 	}
 }

@@ -1590,10 +1590,16 @@ test: ./sandbox/gitmeta TestNestedRepositoriesLeaveLinksAndCrowdsToTheInventory
 what: a commit-mode run binds at most maxNested nested repositories (2,700 exceeded bwrap's argument limit and refused every run)
 
 file: sandbox/gitmeta/commit.go
-line: return []string{"config"}, []string{"hooks", "info", "modules", "worktrees"}
-into: return []string{"config"}, []string{"hooks", "info", "modules"}
+line: for _, name := range worktreeRedirects() {
+into: for _, name := range []string{} {
 test: ./sandbox/gitmeta TestCommitModeKeepsGitdirsAndWorktreesReadOnly
-what: a commit-mode run keeps .git/worktrees read-only (a linked worktree's commondir, pointed at the command's repository, ran its fsmonitor)
+what: a commit-mode run keeps each linked worktree's commondir, gitdir and config.worktree read-only (one pointed at the command's repository ran its fsmonitor)
+
+file: sandbox/gitmeta/commit.go
+line: if real, err := filepath.EvalSymlinks(gitdir); err == nil && real == gitdir {
+into: if real, err := filepath.EvalSymlinks(gitdir); err == nil || real == gitdir {
+test: ./sandbox/gitmeta TestCommitModeKeepsGitdirsAndWorktreesReadOnly
+what: a nested gitfile's gitdir named through a symlink is left to the inventory (bound, it refused every commit-mode run)
 
 file: sandbox/gitmeta/commit.go
 line: nested = append(nested, gitdir)

@@ -28,14 +28,18 @@ import (
 // (renamed to NAME.bwrapkit-quarantine) before bwrapkit returns.
 
 // gitCommitProtected are the names under a top .git directory kept read-only in commit
-// mode; dirs are made when missing. worktrees/ holds each linked worktree's commondir:
-// writable, a command pointed one at a repository of its own, whose fsmonitor the host's
-// git status in that worktree ran.
+// mode; dirs are made when missing.
 func gitCommitProtected() (files, dirs []string) {
-	return []string{"config"}, []string{"hooks", "info", "modules", "worktrees"}
+	return []string{"config"}, []string{"hooks", "info", "modules"}
 }
 
-// MakeCommitDirs creates the missing hooks/, info/, modules/ and worktrees/ of a commit-mode
+// worktreeRedirects are the files of a linked worktree's own gitdir (.git/worktrees/NAME)
+// that say where git finds the rest: kept read-only in commit mode (one pointed at a
+// repository of the command's had the host's git status in that worktree run its
+// fsmonitor), while the worktree's index, HEAD and logs stay writable for its commits.
+func worktreeRedirects() []string { return []string{"commondir", "gitdir", "config.worktree"} }
+
+// MakeCommitDirs creates the missing hooks/, info/ and modules/ of a commit-mode
 // workdir's .git (0755, as git does): a read-only bind needs something to bind, or the
 // command could create them.
 func MakeCommitDirs(workdir string) error {
@@ -89,6 +93,15 @@ func CommitEntries(workdir string, protect []string) ([]string, error) {
 	for _, name := range gitRedirects() {
 		if path := filepath.Join(top, name); exists(path) {
 			kept = append(kept, path) // an existing one stays as it is
+		}
+	}
+	worktrees, _ := os.ReadDir(filepath.Join(top, "worktrees"))
+	for _, worktree := range worktrees {
+		for _, name := range worktreeRedirects() {
+			path := filepath.Join(top, "worktrees", worktree.Name(), name)
+			if entry, err := os.Lstat(path); err == nil && entry.Mode().IsRegular() {
+				kept = append(kept, path)
+			}
 		}
 	}
 	return kept, nil
@@ -231,8 +244,11 @@ func NestedRepositories(workdir string) []string {
 			// A gitfile's gitdir inside the project is the repository itself: writable,
 			// the command armed its config and committed the gitfile's directory as a
 			// submodule on a branch.
-			if gitdir, err := gitfileTarget(path); err == nil && gitdir != "" && pathtree.Within(workdir, gitdir) && gitdir != workdir {
-				if info, err := os.Lstat(gitdir); err == nil && info.IsDir() {
+			// One reached through a symlink is left to the inventory, as a symlinked .git is;
+			// one inside the top .git (a linked worktree's, a submodule's) is CommitEntries'.
+			top := filepath.Join(workdir, ".git")
+			if gitdir, err := gitfileTarget(path); err == nil && gitdir != "" && pathtree.Within(workdir, gitdir) && gitdir != workdir && !pathtree.Within(top, gitdir) {
+				if real, err := filepath.EvalSymlinks(gitdir); err == nil && real == gitdir {
 					nested = append(nested, gitdir)
 				}
 			}
@@ -256,9 +272,13 @@ func gitEntriesBelow(workdir string, unlock bool) (found, unreadable []string, r
 	walk = func(dir string) {
 		entries, err := os.ReadDir(dir)
 		if err != nil && unlock {
-			if info, statErr := os.Lstat(dir); statErr == nil && info.IsDir() && os.Chmod(dir, info.Mode().Perm()|0o500) == nil {
-				opened, modes = append(opened, dir), append(modes, info.Mode().Perm())
-				entries, err = os.ReadDir(dir)
+			if info, statErr := os.Lstat(dir); statErr == nil && info.IsDir() {
+				// The whole mode is kept and put back: setgid and sticky bits included.
+				mode := info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+				if os.Chmod(dir, mode|0o500) == nil {
+					opened, modes = append(opened, dir), append(modes, mode)
+					entries, err = os.ReadDir(dir)
+				}
 			}
 		}
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/binary"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -512,7 +513,7 @@ func TestAuditMovesAsideARepositoryTheRunMade(t *testing.T) {
 		gitIn(t, filepath.Join(workdir, sub))("init", "-q")
 	}
 	locked := filepath.Join(workdir, "locked")
-	os.Chmod(locked, 0o100)
+	os.Chmod(locked, 0o100|fs.ModeSetgid)
 	t.Cleanup(func() { os.Chmod(locked, 0o755) })
 	moved, err := Audit(workdir, protect, before)
 	if err != nil || len(moved) != 2 || exists(filepath.Join(workdir, "z", ".git")) || exists(filepath.Join(locked, "deep", ".git")) {
@@ -521,7 +522,7 @@ func TestAuditMovesAsideARepositoryTheRunMade(t *testing.T) {
 	if !exists(filepath.Join(workdir, "vendor", "x", ".git")) {
 		t.Errorf("the repository that was there before was moved: %v", moved)
 	}
-	if info, err := os.Lstat(locked); err != nil || info.Mode().Perm() != 0o100 {
+	if info, err := os.Lstat(locked); err != nil || info.Mode()&(fs.ModePerm|fs.ModeSetgid) != 0o100|fs.ModeSetgid {
 		t.Errorf("the locked directory was left open: %v, %v", info.Mode(), err)
 	}
 }
@@ -560,22 +561,39 @@ func TestNestedRepositoriesLeaveLinksAndCrowdsToTheInventory(t *testing.T) {
 }
 
 // TestCommitModeKeepsGitdirsAndWorktreesReadOnly: a nested repository whose .git is a
-// gitfile has the gitdir it names (inside the project) bound read-only too, and the top
-// .git's worktrees/ (each linked worktree's commondir) stays read-only in commit mode: a
-// command armed either and the host's git ran its fsmonitor.
+// gitfile has the gitdir it names (inside the project, not through a symlink) bound
+// read-only too, and each linked worktree's commondir, gitdir and config.worktree stay
+// read-only in commit mode (a command armed either and the host's git ran its fsmonitor),
+// while the rest of .git/worktrees stays writable for commits in those worktrees.
 func TestCommitModeKeepsGitdirsAndWorktreesReadOnly(t *testing.T) {
 	workdir := t.TempDir()
 	git := gitIn(t, workdir)
 	git("init", "-q")
+	git("commit", "-q", "--allow-empty", "-m", "first")
+	git("worktree", "add", "-q", filepath.Join(workdir, ".wt", "feat"))
 	git("init", "-q", "--separate-git-dir", filepath.Join(workdir, "subgd"), "sub")
+	os.MkdirAll(filepath.Join(workdir, "store", "linkedgd"), 0o755)
+	os.Symlink("store", filepath.Join(workdir, "storelink"))
+	os.MkdirAll(filepath.Join(workdir, "linkedsub"), 0o755)
+	os.WriteFile(filepath.Join(workdir, "linkedsub", ".git"), []byte("gitdir: ../storelink/linkedgd\n"), 0o644)
 	nested := NestedRepositories(workdir)
 	for _, want := range []string{filepath.Join(workdir, "sub", ".git"), filepath.Join(workdir, "subgd")} {
 		if !slices.Contains(nested, want) {
 			t.Errorf("nested repositories %v lack %s", nested, want)
 		}
 	}
+	if slices.Contains(nested, filepath.Join(workdir, ".git", "worktrees", "feat")) {
+		t.Errorf("a linked worktree's gitdir inside the project is bound whole (its commits fail): %v", nested)
+	}
+	if slices.Contains(nested, filepath.Join(workdir, "storelink", "linkedgd")) {
+		t.Errorf("a gitdir named through a symlink is bound (every run was refused): %v", nested)
+	}
 	kept, err := CommitEntries(workdir, []string{filepath.Join(workdir, ".git")})
-	if err != nil || !slices.Contains(kept, filepath.Join(workdir, ".git", "worktrees")) {
+	worktree := filepath.Join(workdir, ".git", "worktrees", "feat")
+	if err != nil || !slices.Contains(kept, filepath.Join(worktree, "commondir")) || !slices.Contains(kept, filepath.Join(worktree, "gitdir")) {
 		t.Errorf("commit mode's read-only parts %v, %v", kept, err)
+	}
+	if slices.Contains(kept, filepath.Join(workdir, ".git", "worktrees")) || slices.Contains(kept, worktree) {
+		t.Errorf("a linked worktree's own gitdir is read-only (its commits fail): %v", kept)
 	}
 }

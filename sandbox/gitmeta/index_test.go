@@ -33,6 +33,18 @@ func gitIn(t *testing.T, repo string) func(args ...string) string {
 	}
 }
 
+// splitRepository is a repository whose split index records one gitlink, sub, in its
+// shared part.
+func splitRepository(t *testing.T) string {
+	t.Helper()
+	repo := t.TempDir()
+	git := gitIn(t, repo)
+	git("init", "-q")
+	git("update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("1", 40)+",sub")
+	git("update-index", "--split-index")
+	return repo
+}
+
 // TestSplitIndexGitlinks: with a split index (core.splitIndex) most entries live in the
 // shared index beside .git/index; every gitlink real git records is found wherever it
 // lives: in the shared part only, added after the split, or replacing a file's entry
@@ -93,11 +105,7 @@ func TestSplitIndexGitlinks(t *testing.T) {
 // TestSplitIndexWithoutItsSharedPartIsAnError: a split index whose shared part is gone or
 // is another file is refused (its submodules are unknown), never read as one without any.
 func TestSplitIndexWithoutItsSharedPartIsAnError(t *testing.T) {
-	repo := t.TempDir()
-	git := gitIn(t, repo)
-	git("init", "-q")
-	git("update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("1", 40)+",sub")
-	git("update-index", "--split-index")
+	repo := splitRepository(t)
 	shared, _ := filepath.Glob(filepath.Join(repo, ".git", "sharedindex.*"))
 	if len(shared) != 1 {
 		t.Fatalf("shared indexes %v", shared)
@@ -145,11 +153,7 @@ func withExtension(t *testing.T, data []byte, signature string, payload []byte, 
 // end-of-entries marker that puts the extensions elsewhere, and an entry offset table are
 // refused. A marker that agrees is read.
 func TestIndexExtensionsAreReadAsGitReadsThem(t *testing.T) {
-	repo := t.TempDir()
-	git := gitIn(t, repo)
-	git("init", "-q")
-	git("update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("1", 40)+",sub")
-	git("update-index", "--split-index")
+	repo := splitRepository(t)
 	index := filepath.Join(repo, ".git", "index")
 	data, _ := os.ReadFile(index)
 	end, _ := walkIndexEnd(data, 20, nil)

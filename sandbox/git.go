@@ -67,7 +67,7 @@ func (policy *Policy) bindWorktreeGitdir() error {
 
 // bindEnclosingGitdir makes the enclosing repository's .git visible read-only.
 func (policy *Policy) bindEnclosingGitdir(indexes *gitmeta.Indexes) error {
-	gitdir, err := gitmeta.EnclosingGitDir(policy.Workdir)
+	gitdir, err := gitmeta.EnclosingGitDir(policy.Workdir, indexes)
 	if err != nil {
 		return &PolicyError{"workdir", policy.Workdir, err.Error()}
 	}

@@ -1500,8 +1500,8 @@ test: ./sandbox/gitmeta TestIndexExtensionsAreReadAsGitReadsThem
 what: an index with two split-index links is refused (git keeps the last; a decoy first hid a planted submodule from the commit-mode audit)
 
 file: sandbox/gitmeta/index.go
-line: if len(payload) < 4 || int(binary.BigEndian.Uint32(payload)) != end {
-into: if len(payload) < 4 || end < 0 {
+line: if len(payload) < 4 || int(binary.BigEndian.Uint32(payload)) != offset {
+into: if len(payload) < 4 || offset < 0 {
 test: ./sandbox/gitmeta TestIndexExtensionsAreReadAsGitReadsThem
 what: an index whose end-of-entries marker puts its extensions elsewhere is refused
 

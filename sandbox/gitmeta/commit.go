@@ -231,6 +231,7 @@ const maxNested = 256
 // (binding it would bind what it leads to). A directory that cannot be read is passed
 // over: the command, which runs as the caller, cannot read it either.
 func NestedRepositories(workdir string) []string {
+	top := filepath.Join(workdir, ".git")
 	paths, _, _ := gitEntriesBelow(workdir, false)
 	var nested []string
 	for _, path := range paths {
@@ -243,10 +244,9 @@ func NestedRepositories(workdir string) []string {
 			nested = append(nested, path)
 			// A gitfile's gitdir inside the project is the repository itself: writable,
 			// the command armed its config and committed the gitfile's directory as a
-			// submodule on a branch.
-			// One reached through a symlink is left to the inventory, as a symlinked .git is;
-			// one inside the top .git (a linked worktree's, a submodule's) is CommitEntries'.
-			top := filepath.Join(workdir, ".git")
+			// submodule on a branch. One reached through a symlink is left to the
+			// inventory, as a symlinked .git is; one inside the top .git (a linked
+			// worktree's, a submodule's) is CommitEntries'.
 			if gitdir, err := gitfileTarget(path); err == nil && gitdir != "" && pathtree.Within(workdir, gitdir) && gitdir != workdir && !pathtree.Within(top, gitdir) {
 				if real, err := filepath.EvalSymlinks(gitdir); err == nil && real == gitdir {
 					nested = append(nested, gitdir)

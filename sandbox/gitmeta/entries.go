@@ -309,15 +309,28 @@ func indexExtensions(data []byte, hashSize int) ([]string, error) {
 		return nil, err
 	}
 	var signatures []string
+	err = eachExtension(data, offset, hashSize, func(_ int, signature string, _ []byte) error {
+		signatures = append(signatures, signature)
+		return nil
+	})
+	return signatures, err
+}
+
+// eachExtension calls visit with each extension of the index data, whose entries end at
+// offset: where it starts, its signature and its payload. It stops at visit's first
+// error, or at an extension that runs past the trailer.
+func eachExtension(data []byte, offset, hashSize int, visit func(at int, signature string, payload []byte) error) error {
 	for trailer := len(data) - hashSize; offset+8 <= trailer; {
 		size := int(binary.BigEndian.Uint32(data[offset+4 : offset+8]))
-		signatures = append(signatures, string(data[offset:offset+4]))
 		if size < 0 || offset+8+size > trailer {
-			return signatures, errors.New("index extension truncated")
+			return errors.New("index extension truncated")
+		}
+		if err := visit(offset, string(data[offset:offset+4]), data[offset+8:offset+8+size]); err != nil {
+			return err
 		}
 		offset += 8 + size
 	}
-	return signatures, nil
+	return nil
 }
 
 // objectHashSize is the size of the object ids of the repository whose gitdir is given:

@@ -32,8 +32,7 @@ import (
 // And a large repository's index is megabytes (80,000 files: 8 MB), which one policy's
 // checks read up to three times (the submodules to protect, the landing's guards, the
 // test for an enclosing repository): it is mapped rather than copied (safefile.Mapped),
-// walked without an allocation per entry, and its gitlinks kept for the policy's other
-// checks (Indexes).
+// walked without an allocation per entry, and read once per policy (Indexes).
 
 // Indexes is the gitlinks of the git indexes one policy's checks read, each index read
 // once. A nil *Indexes reads afresh on every call. It is not for reuse across runs: an
@@ -46,18 +45,48 @@ type Indexes struct {
 // links returns the paths of the gitlink (mode 160000) entries of the index at path,
 // sorted, each once. A missing index has none.
 func (x *Indexes) links(path string) ([]string, error) {
+	if links, ok := x.kept(path); ok {
+		return links, nil
+	}
+	raw, _, err := scanLinks(path, "")
+	if err != nil {
+		return nil, err
+	}
+	return x.keep(path, raw)
+}
+
+// tracks says whether any path the index at path records starts with prefix. Its one
+// read also gives the index's gitlinks, kept for the enclosing repository's submodules,
+// which are read next (a submodule at a bad path is refused there).
+func (x *Indexes) tracks(path, prefix string) (bool, error) {
+	raw, tracked, err := scanLinks(path, prefix)
+	if err != nil {
+		return false, err
+	}
+	_, _ = x.keep(path, raw)
+	return tracked, nil
+}
+
+// kept is the gitlinks an earlier read of path kept.
+func (x *Indexes) kept(path string) ([]string, bool) {
 	if x == nil {
-		return indexGitlinks(path)
+		return nil, false
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if links, ok := x.gitlinks[path]; ok {
-		return links, nil
+	links, ok := x.gitlinks[path]
+	return links, ok
+}
+
+// keep is plainLinks of raw, kept for path when they pass (not when refused: a later
+// call says so again).
+func (x *Indexes) keep(path string, raw []string) ([]string, error) {
+	links, err := plainLinks(raw)
+	if err != nil || x == nil {
+		return links, err
 	}
-	links, err := indexGitlinks(path)
-	if err != nil {
-		return nil, err // not kept: the caller refuses, and a later call says so again
-	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	if x.gitlinks == nil {
 		x.gitlinks = map[string][]string{}
 	}
@@ -67,19 +96,31 @@ func (x *Indexes) links(path string) ([]string, error) {
 
 // indexGitlinks is Indexes.links, read afresh.
 func indexGitlinks(path string) ([]string, error) {
-	var links []string
-	err := scanIndex(path, func(name []byte, mode uint32) {
+	var fresh *Indexes
+	return fresh.links(path)
+}
+
+// scanLinks reads the index at path once: its gitlinks as recorded, and whether any path
+// it records starts with prefix (never, for "").
+func scanLinks(path, prefix string) (links []string, tracked bool, err error) {
+	err = scanIndex(path, func(name []byte, mode uint32) {
 		if mode&0o170000 == 0o160000 && len(name) > 0 {
 			links = append(links, string(name))
 		}
+		tracked = tracked || prefix != "" && bytes.HasPrefix(name, []byte(prefix))
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	return links, tracked, nil
+}
+
+// plainLinks is gitlinks sorted, each once, or an error for one at a path git would never
+// add: git reads one a command wrote, and an absolute one leads a host git status into a
+// .git anywhere on the host.
+func plainLinks(links []string) ([]string, error) {
 	for _, link := range links {
 		if !inWorkTree(link) {
-			// git adds no such path, but reads one a command wrote: an absolute one
-			// leads a host git status into a .git anywhere on the host.
 			return nil, fmt.Errorf("the index records a submodule at %q, which is not a plain path inside the work tree", link)
 		}
 	}
@@ -99,15 +140,6 @@ func inWorkTree(name string) bool {
 		}
 	}
 	return true
-}
-
-// indexTracks says whether any path the index at path records starts with prefix.
-func indexTracks(path, prefix string) (bool, error) {
-	tracked := false
-	err := scanIndex(path, func(name []byte, _ uint32) {
-		tracked = tracked || bytes.HasPrefix(name, []byte(prefix))
-	})
-	return tracked && err == nil, err
 }
 
 // scanIndex calls visit with every entry of the index at path (see scanIndexData); a
@@ -224,32 +256,30 @@ func scanShared(main, link []byte, hashSize int, withShared func(name string, fn
 // (IEOT), whose blocks git may parse at other places than one walk from the start.
 func linkExtension(data []byte, offset, hashSize int) ([]byte, error) {
 	var link []byte
-	end, marker := offset, -1
-	for trailer := len(data) - hashSize; offset+8 <= trailer; {
-		signature, size := string(data[offset:offset+4]), int(binary.BigEndian.Uint32(data[offset+4:offset+8]))
-		if size < 0 || offset+8+size > trailer {
-			return nil, errors.New("index extension truncated")
-		}
-		payload := data[offset+8 : offset+8+size]
+	marker := -1
+	err := eachExtension(data, offset, hashSize, func(at int, signature string, payload []byte) error {
 		switch signature {
 		case "link":
 			if link != nil {
-				return nil, errors.New("the index has two split-index links")
+				return errors.New("the index has two split-index links")
 			}
 			link = payload
 		case "EOIE":
-			if len(payload) < 4 || int(binary.BigEndian.Uint32(payload)) != end {
-				return nil, errors.New("the index's end-of-entries marker (EOIE) does not mark where its entries end")
+			if len(payload) < 4 || int(binary.BigEndian.Uint32(payload)) != offset {
+				return errors.New("the index's end-of-entries marker (EOIE) does not mark where its entries end")
 			}
-			marker = offset
+			marker = at
 		case "sdir":
-			return nil, errors.New("the index is a sparse index (index.sparse), whose directory entries bwrapkit does not expand; " +
+			return errors.New("the index is a sparse index (index.sparse), whose directory entries bwrapkit does not expand; " +
 				"turn it off: git config index.sparse false && git sparse-checkout reapply")
 		case "IEOT":
-			return nil, errors.New("the index has an entry offset table (index.recordOffsetTable), which bwrapkit does not read; " +
+			return errors.New("the index has an entry offset table (index.recordOffsetTable), which bwrapkit does not read; " +
 				"turn it off and rewrite the index: git config index.recordOffsetTable false && git update-index --force-write-index")
 		}
-		offset += 8 + size
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// git does not walk to its end-of-entries marker: it looks for one at a fixed place
 	// before the trailer (read_eoie_extension), which may lie inside another extension.

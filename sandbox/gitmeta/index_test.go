@@ -94,7 +94,7 @@ func TestSplitIndexGitlinks(t *testing.T) {
 				}
 			}
 			for prefix, want := range map[string]bool{"libs/": true, "a": true, "nothing/": false} {
-				if got, err := indexTracks(index, prefix); got != want || err != nil {
+				if got, err := (*Indexes)(nil).tracks(index, prefix); got != want || err != nil {
 					t.Errorf("tracks %s: %v, %v", prefix, got, err)
 				}
 			}
@@ -126,7 +126,7 @@ func TestSplitIndexWithoutItsSharedPartIsAnError(t *testing.T) {
 	// submodules inside), not taken for an untracked directory.
 	workdir := filepath.Join(repo, "sub")
 	os.MkdirAll(workdir, 0o755)
-	if got, err := EnclosingGitDir(workdir); err == nil || !strings.Contains(err.Error(), "index") {
+	if got, err := EnclosingGitDir(workdir, nil); err == nil || !strings.Contains(err.Error(), "index") {
 		t.Errorf("EnclosingGitDir without the shared index: %q, %v", got, err)
 	}
 }
@@ -207,7 +207,7 @@ func TestEnclosingGitDirSeesTheSharedIndex(t *testing.T) {
 	git("update-index", "--split-index")
 	os.WriteFile(filepath.Join(repo, "other"), []byte("y"), 0o644)
 	git("add", "other")
-	if got, err := EnclosingGitDir(workdir); got != filepath.Join(repo, ".git") || err != nil {
+	if got, err := EnclosingGitDir(workdir, nil); got != filepath.Join(repo, ".git") || err != nil {
 		t.Errorf("EnclosingGitDir %q, %v", got, err)
 	}
 }

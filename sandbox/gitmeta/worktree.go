@@ -64,8 +64,9 @@ func WorktreeCommonDir(workdir string) (string, error) {
 // EnclosingGitDir is the .git directory of the repository the workdir is a tracked part
 // of, or "". An index that cannot be read is an error, not "untracked": git may read
 // what bwrapkit could not (a shared index behind a symlink), and enter the submodules
-// inside the workdir that bwrapkit would then leave unprotected.
-func EnclosingGitDir(workdir string) (string, error) {
+// inside the workdir that bwrapkit would then leave unprotected. indexes are the policy's
+// (the enclosing repository's submodules are read from the same index next).
+func EnclosingGitDir(workdir string, indexes *Indexes) (string, error) {
 	if exists(filepath.Join(workdir, ".git")) {
 		return "", nil
 	}
@@ -79,7 +80,7 @@ func EnclosingGitDir(workdir string) (string, error) {
 			return "", nil // a worktree or submodule further up: not followed
 		}
 		index := filepath.Join(gitdir, "index")
-		tracked, err := indexTracks(index, filepath.ToSlash(strings.TrimPrefix(workdir, dir+"/"))+"/")
+		tracked, err := indexes.tracks(index, filepath.ToSlash(strings.TrimPrefix(workdir, dir+"/"))+"/")
 		switch {
 		case err != nil:
 			return "", fmt.Errorf("cannot read %s, the index of the repository it lies in, to tell whether it is tracked there (and which submodules to protect): %v; repair that index (git status there says how), or run from outside the repository", index, err)

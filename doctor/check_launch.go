@@ -14,12 +14,22 @@ import (
 	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
-// checkLaunch builds a sandbox through sandbox.Run and runs the probe in it; when that fails
-// it says why, from the host's facts first and bwrap's stderr second.
+// checkLaunch builds a sandbox through sandbox.Run and runs the probe in it, with the
+// self-tests that need nothing of it beside; when that fails it says why, from the host's
+// facts first and bwrap's stderr second, and ends those: their checks are skipped.
 func (s *session) checkLaunch(ctx context.Context) report.Check {
+	check := s.launch(ctx)
+	if check.Status != report.StatusOK && s.stopBeside != nil {
+		s.stopBeside()
+	}
+	return check
+}
+
+func (s *session) launch(ctx context.Context) report.Check {
 	env, err := s.selftestEnv()
 	var res selftest.ProbeResult
 	if err == nil {
+		s.startBeside(env)
 		res, err = env.Run(ctx, selftest.ProbeRun{Name: "launch"})
 	}
 	var unavailable *sandbox.UnavailableError

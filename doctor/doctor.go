@@ -118,8 +118,13 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 	if err != nil {
 		return report.Report{}, err
 	}
-	s.shared = selftest.NewShared(selectedTests(specs))
-	s.joint = selftest.NewJoint(selectedTests(specs))
+	s.tests = selectedTests(specs)
+	s.shared = selftest.NewShared(s.tests)
+	s.joint = selftest.NewJoint(s.tests)
+	var stop context.CancelFunc
+	s.ctx, stop = context.WithCancel(ctx)
+	defer stop()
+	s.stopBeside = stop
 	began := cfg.Now()
 	if makesUserNamespaces(s.host.get().Kind) {
 		// Before any check starts a process: the user-namespace probe maps its ids through
@@ -129,6 +134,7 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 		s.usernsErr.get()
 	}
 	checks := runAll(ctx, specs, cfg.Parallel)
+	s.besideRuns.Wait()
 	s.close()
 	return s.report(checks, began, cfg.Now()), nil
 }

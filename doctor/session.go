@@ -41,6 +41,22 @@ type session struct {
 
 	mu       sync.Mutex
 	launched selftest.Launched // set by the launch check, read by the self-tests
+
+	// beside are the selected self-tests that run beside the launch's run (Test.Beside):
+	// the launch check starts them, each one's spec reports it after the launch. ctx is
+	// the doctor's; stopBeside ends them when the launch fails, since their specs are then
+	// skipped, and Run waits for them (besideRuns) before the scene goes.
+	tests      []selftest.Test
+	ctx        context.Context
+	stopBeside context.CancelFunc
+	beside     map[string]*besideRun
+	besideRuns sync.WaitGroup
+}
+
+// besideRun is one self-test run beside the launch: its verdict once done is closed.
+type besideRun struct {
+	done  chan struct{}
+	check report.Check
 }
 
 type located struct {
@@ -137,9 +153,58 @@ func (s *session) homes() []string {
 	return homes
 }
 
-// selftest runs one self-test in the session's environment, after the launch check.
+// startBeside starts the selected self-tests that need nothing of the launch, beside
+// its run: a healthy doctor's wall time is then its longest run, not the sum of two. Only
+// when the doctor may run checks at once (Config.Parallel), and once per doctor. Each
+// runs under its own bound, as its spec would run it.
+func (s *session) startBeside(env *selftest.Env) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.beside != nil || s.cfg.Parallel < 2 || s.ctx == nil {
+		return
+	}
+	s.beside = map[string]*besideRun{}
+	for _, test := range s.tests {
+		if !test.Beside {
+			continue
+		}
+		run := &besideRun{done: make(chan struct{})}
+		s.beside[test.ID] = run
+		s.besideRuns.Add(1)
+		go func() {
+			defer s.besideRuns.Done()
+			defer close(run.done)
+			run.check = runOne(s.ctx, Spec{ID: test.ID, Timeout: test.Timeout, Run: func(ctx context.Context) report.Check {
+				return test.Run(ctx, env, selftest.Launched{})
+			}})
+		}()
+	}
+}
+
+// besideVerdict is the verdict of test's run beside the launch, once it is done; false
+// when it was not started there.
+func (s *session) besideVerdict(ctx context.Context, test selftest.Test) (report.Check, bool) {
+	s.mu.Lock()
+	run, ok := s.beside[test.ID]
+	s.mu.Unlock()
+	if !ok {
+		return report.Check{}, false
+	}
+	select {
+	case <-run.done:
+		return run.check, true
+	case <-ctx.Done():
+		return abandoned(ctx, test.Timeout), true
+	}
+}
+
+// selftest runs one self-test in the session's environment, after the launch check, or
+// reports the one the launch check started beside its run.
 func (s *session) selftest(test selftest.Test) func(context.Context) report.Check {
 	return func(ctx context.Context) report.Check {
+		if check, ok := s.besideVerdict(ctx, test); ok {
+			return check
+		}
 		env, err := s.selftestEnv()
 		if err != nil {
 			return selftest.Failed("no self-test environment", err)

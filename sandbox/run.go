@@ -65,6 +65,11 @@ type Options struct {
 	// Caches are the caller's tool caches to layer under the project HOME's (see
 	// CacheLayer); a bwrap without --overlay gets none.
 	Caches []CacheLayer
+	// BwrapStarted, if set, is called once bwrap is running (its exec done), before the
+	// sandbox is built; not at all when bwrap could not be started. From then on nothing
+	// the caller opens reaches the sandbox: bwrap's descriptor table is its own. Called
+	// from Run's goroutine; it must return at once.
+	BwrapStarted func()
 }
 
 const (
@@ -390,6 +395,9 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 	filterRead.Close()
 	if err != nil {
 		return Result{}, &UnavailableError{Reason: ReasonStartFailed, Bwrap: argv[0], Err: err}
+	}
+	if opts.BwrapStarted != nil {
+		opts.BwrapStarted()
 	}
 
 	if keeper != nil {

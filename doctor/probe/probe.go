@@ -419,22 +419,35 @@ func waitForFile(path string, bound time.Duration) bool {
 	return false
 }
 
-// inheritance orders, within one process, the doctor's launches whose inherited
-// descriptors are judged (fd-isolation's) against the doctor's own openings without
-// close-on-exec: fd-isolation's canary, and the uid_map and gid_map files Go's os/exec opens
-// for UserNamespaceErrno's child. sandbox.Run marks descriptors close-on-exec just before it
-// starts bwrap, and Go lets forks run at the same time, so one doctor's canary or map file
-// opened in between reached another doctor's sandbox (several doctors in one test binary
-// or embedding service). A judged launch holds it exclusively; an opening holds it shared.
+// inheritance orders, within one process, the doctor's sandbox launches and its own
+// openings without close-on-exec (the uid_map and gid_map files Go's os/exec opens for
+// UserNamespaceErrno's child), so that a launch whose inherited descriptors are judged
+// (fd-isolation's) proves what its own sandbox.Run did:
+//   - sandbox.Run marks every descriptor close-on-exec just before it starts bwrap, and Go
+//     lets forks run at the same time, so a map file opened in between reached another
+//     sandbox (several doctors in one test binary or embedding service) and was reported
+//     as a leak;
+//   - another launch's sandbox.Run, between the judged canary's arming and the judged
+//     bwrap's start, would mark the canary close-on-exec itself and hide a sandbox.Run that
+//     failed to.
+//
+// A judged launch holds it exclusively, an opening or any other launch shared; a launch
+// only until its bwrap is running, when nothing opened any more can reach it.
 var inheritance sync.RWMutex
 
-// JudgingInheritance runs launch, a sandbox launch whose inherited descriptors will be
-// judged, while no other doctor of this process holds a descriptor open without
-// close-on-exec (see inheritance).
-func JudgingInheritance(launch func()) {
-	inheritance.Lock()
-	defer inheritance.Unlock()
-	launch()
+// Launching runs launch, one sandbox launch of the doctor's, holding inheritance
+// (exclusively when judged) until launch calls started, which it passes to sandbox.Run
+// as Options.BwrapStarted, or returns. A judged launch arms its canary, making it
+// inheritable, inside launch: no other launch of this process can then mark it.
+func Launching(judged bool, launch func(started func())) {
+	lock, unlock := inheritance.RLock, inheritance.RUnlock
+	if judged {
+		lock, unlock = inheritance.Lock, inheritance.Unlock
+	}
+	lock()
+	release := sync.OnceFunc(unlock)
+	defer release()
+	launch(release)
 }
 
 // noProgram is a path no file can have (a descriptor number is never negative), so the

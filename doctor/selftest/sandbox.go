@@ -54,6 +54,10 @@ type ProbeRun struct {
 	Network  bool
 	Timeout  time.Duration    // the sandbox's --timeout; 0: none
 	NetProxy sandbox.NetProxy // the proxy the run reaches the network through; zero: none
+	// judged: the descriptors the sandbox inherits are judged (the shared launch's), and
+	// arm makes the planted ones inheritable before each try (see probe.Launching).
+	judged bool
+	arm    func()
 }
 
 // ProbeResult is what came back: the Result, the probe's stdout and bwrap's stderr.
@@ -89,18 +93,23 @@ func (e *Env) Run(ctx context.Context, run ProbeRun) (ProbeResult, error) {
 	if err != nil {
 		return ProbeResult{}, err
 	}
-	// The launch carries fd-isolation, whose canary is open without close-on-exec from its
-	// planning to the launch's end, and whose verdict is every descriptor the sandbox got.
-	var result ProbeResult
-	probe.JudgingInheritance(func() {
-		request, parts := e.Shared.plan(e, policy)
-		defer e.Shared.done(parts)
-		var data []byte
-		if data, err = json.Marshal(request); err == nil {
-			result, err = e.run(ctx, policy, ProbeRun{Name: "launch", Args: []string{string(data)}})
+	// The launch carries fd-isolation: its canary is made inheritable (armed) right before
+	// each try, under the lock no other launch of this process holds meanwhile (see
+	// probe.Launching), and stays open to the launch's end.
+	request, parts := e.Shared.plan(e, policy)
+	defer e.Shared.done(parts)
+	data, err := json.Marshal(request)
+	if err != nil {
+		return ProbeResult{}, err
+	}
+	arm := func() {
+		for _, part := range parts {
+			if part.Arm != nil {
+				part.Arm()
+			}
 		}
-	})
-	return result, err
+	}
+	return e.run(ctx, policy, ProbeRun{Name: "launch", Args: []string{string(data)}, judged: true, arm: arm})
 }
 
 // Policy is the sandbox policy of a self-test's run, built from the caller's environment
@@ -162,15 +171,23 @@ func (e *Env) runOnce(ctx context.Context, policy sandbox.Policy, run ProbeRun, 
 	// A probe's report is small; a runaway one must not fill the doctor's memory.
 	stdout, stderr := capped.NewHead(nil), capped.NewHead(nil)
 	argv := append(append(append([]string{}, e.Probe.Argv...), run.Name), run.Args...)
-	result, err := sandbox.Run(ctx, policy, argv, sandbox.Options{
-		Bwrap:         e.Bwrap,
-		Stdout:        stdout,
-		Stderr:        stderr,
-		Timeout:       run.Timeout,
-		LaunchTimeout: bound,
-		NetProxy:      run.NetProxy,
-		Keeper:        e.Keeper,
-		Prober:        e.Prober,
+	var result sandbox.Result
+	var err error
+	probe.Launching(run.judged, func(started func()) {
+		if run.arm != nil {
+			run.arm()
+		}
+		result, err = sandbox.Run(ctx, policy, argv, sandbox.Options{
+			Bwrap:         e.Bwrap,
+			Stdout:        stdout,
+			Stderr:        stderr,
+			Timeout:       run.Timeout,
+			LaunchTimeout: bound,
+			NetProxy:      run.NetProxy,
+			Keeper:        e.Keeper,
+			Prober:        e.Prober,
+			BwrapStarted:  started,
+		})
 	})
 	return ProbeResult{Result: result, Stdout: stdout.Bytes(), Stderr: stderr.String()}, err
 }

@@ -37,6 +37,9 @@ type Test struct {
 	// Run is a self-test with runs of its own (timeout-kill), or one that judges the
 	// launch's result alone (launch-proof).
 	Run func(ctx context.Context, env *Env, launched Launched) report.Check
+	// Beside: Run needs nothing of the launch (it gets a zero Launched), so the doctor
+	// starts it beside the launch's run rather than after it, and reports it after.
+	Beside bool
 }
 
 // Part is one self-test's share of the shared launch.
@@ -46,6 +49,9 @@ type Part struct {
 	// Cleanup undoes the host side (planted secrets, a listener, a descriptor) right
 	// after the launch, whatever it did. May be nil.
 	Cleanup func()
+	// Arm makes what the part planted inheritable, right before each try of the launch,
+	// while no other launch of this process can start (see probe.Launching). May be nil.
+	Arm func()
 }
 
 // The bounds of a self-test: a hang's, not a healthy run's (milliseconds). They leave room
@@ -67,7 +73,7 @@ func Tests() []Test {
 		{ID: "selftest.fd-isolation", Timeout: timeout, Plan: FDIsolation},
 		{ID: "selftest.secrets-hidden", Timeout: timeout, Plan: SecretsHidden},
 		{ID: "selftest.network", Timeout: timeout, Plan: Network},
-		{ID: "selftest.net-allow", Timeout: timeout, Run: NetAllow},
+		{ID: "selftest.net-allow", Timeout: timeout, Run: NetAllow, Beside: true},
 		{ID: "selftest.proc-isolation", Timeout: timeout, Plan: ProcIsolation},
 		{ID: "selftest.proc-sys-readonly", Timeout: timeout, Plan: ProcSysReadonly},
 		{ID: "selftest.capabilities", Timeout: timeout, Plan: Capabilities},
@@ -75,9 +81,9 @@ func Tests() []Test {
 		{ID: "selftest.seccomp", Timeout: timeout, Plan: Seccomp},
 		{ID: "selftest.keyring", Timeout: timeout, Plan: Keyring},
 		{ID: "selftest.limits", Timeout: timeout, Plan: Limits},
-		{ID: "selftest.timeout-kill", Timeout: killTimeout, Run: TimeoutKill},
+		{ID: "selftest.timeout-kill", Timeout: killTimeout, Run: TimeoutKill, Beside: true},
 		{ID: "selftest.nested-userns", Timeout: timeout, Plan: NestedUserns},
-		{ID: "selftest.workdir-vetting", Timeout: timeout, Run: WorkdirVetting},
+		{ID: "selftest.workdir-vetting", Timeout: timeout, Run: WorkdirVetting, Beside: true},
 	}
 }
 

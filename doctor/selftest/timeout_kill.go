@@ -19,14 +19,24 @@ import (
 )
 
 // killBounds are the sandbox timeouts timeout-kill tries. The first is short, since it is
-// most of the doctor's wall time: the launch check's whole run (one probe start and every
-// observation; this run needs two starts, the probe's and its grandchild's, and nothing
-// else), at least 10 ms: on this project's test host the grandchild's marker was there in
-// 20 of 20 doctors. A longer one is tried only when the grandchild had no time to write
-// its marker (a loaded host), since a kill before it exists proves nothing.
+// most of the doctor's wall time; each counts from the command's release, so it needs only
+// the probe's start and its grandchild's. It is the launch check's whole run when the kill
+// follows it (a slow host's launch says how slow), and at least 10 ms, which is what it is
+// when it runs beside the launch (launch zero; the doctor's default): on this project's
+// test host the grandchild's marker was there in 20 of 20 doctors. A longer one is tried
+// only when the grandchild had no time to write its marker (a loaded host), since a kill
+// before it exists proves nothing; the next is 50 ms, which a host loaded to several times
+// its cores meets, so that beside the launch such a host pays one short attempt more
+// rather than a quarter of a second.
 func killBounds(launch time.Duration) []time.Duration {
 	first := min(max(launch, 10*time.Millisecond), time.Second)
-	return []time.Duration{first, 250 * time.Millisecond, time.Second, 5 * time.Second}
+	bounds := []time.Duration{first}
+	for _, next := range []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second, 5 * time.Second} {
+		if next > first {
+			bounds = append(bounds, next)
+		}
+	}
+	return bounds
 }
 
 // TimeoutKill is the self-test of its name; see doctor/README.md for why it can fail and pass.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
@@ -248,5 +249,22 @@ func TestWorkdirVettingVerdict(t *testing.T) {
 				t.Errorf("status %s, want %s: %s", got.Status, c.want, got.Summary)
 			}
 		})
+	}
+}
+
+// killBounds starts at the launch's duration (10 ms beside it) and only ever grows.
+func TestKillBounds(t *testing.T) {
+	for _, tc := range []struct {
+		launch time.Duration
+		want   []time.Duration
+	}{
+		{0, []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond, time.Second, 5 * time.Second}},
+		{30 * time.Millisecond, []time.Duration{30 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond, time.Second, 5 * time.Second}},
+		{120 * time.Millisecond, []time.Duration{120 * time.Millisecond, 250 * time.Millisecond, time.Second, 5 * time.Second}},
+		{time.Minute, []time.Duration{time.Second, 5 * time.Second}},
+	} {
+		if got := killBounds(tc.launch); !slices.Equal(got, tc.want) {
+			t.Errorf("killBounds(%v) = %v, want %v", tc.launch, got, tc.want)
+		}
 	}
 }

@@ -81,5 +81,5 @@ func (s *session) launch(ctx context.Context) report.Check {
 	s.mu.Unlock()
 	return report.Check{Status: report.StatusOK,
 		Summary: fmt.Sprintf("a sandbox was built and ran a command in %v", res.Result.Duration.Round(time.Millisecond)),
-		Detail:  env.Scene.Where()}
+		Detail:  env.Scene.Where() + "\nthe probe: " + s.cfg.Probe.Argv[0]}
 }

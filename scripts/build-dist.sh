@@ -38,9 +38,10 @@ rm -rf "$out" && mkdir -p "$out"
 for arch in amd64 arm64; do
   (cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH="$arch" "$GO" build -tags embedbwrap -trimpath \
     -ldflags "-s -w -X main.version=$VERSION" -o "$out/bwrapkit-linux-$arch" ./cmd/bwrapkit)
-  # The lean keeper and network bridge, installed beside bwrapkit as bwrapkit-helper.
+  # The lean keeper, network bridge and doctor's probe, installed beside bwrapkit as
+  # bwrapkit-helper; of the same version, since the probe serves only its own build's doctor.
   (cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH="$arch" "$GO" build -trimpath \
-    -ldflags "-s -w" -o "$out/bwrapkit-helper-linux-$arch" ./cmd/bwrapkit-helper)
+    -ldflags "-s -w -X main.version=$VERSION" -o "$out/bwrapkit-helper-linux-$arch" ./cmd/bwrapkit-helper)
 done
 # Every file in the release but the list itself, in a stable order.
 sums="$(cd "$out" && find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs sha256sum)"

@@ -31,6 +31,11 @@ helper_status=0
 "$out/bwrapkit-helper-linux-$arch" 2>/dev/null || helper_status=$?
 [ "$helper_status" = 2 ] || die "$out/bwrapkit-helper-linux-$arch did not run as the helper (status $helper_status)"
 version="$("$bin" version --json)"
+# The doctor's probe, which the helper is, serves only a doctor of its own build.
+build="$(printf '%s\n' "$version" | sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' | head -n 1)"
+[ -n "$build" ] || die "$bin version --json names no version: $version"
+"$out/bwrapkit-helper-linux-$arch" __selftest-probe "build=$build" noop ||
+  die "$out/bwrapkit-helper-linux-$arch is not of $bin's build ($build)"
 printf '%s\n' "$version" | grep -q '"matches_pin": true' || die "$bin names no matching embedded pin: $version"
 
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/check-dist.XXXXXXXX")"

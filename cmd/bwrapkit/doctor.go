@@ -112,10 +112,14 @@ func runDoctor(ctx context.Context, opts *doctorOptions) error {
 	// The self-tests' runs are kept as `bwrapkit run`'s are (docs/lifetime.md): a doctor
 	// killed mid-run (a preflight's timeout, the OOM killer) left a bwrap child blocked
 	// between its clone and its uid map, forever. bwrapkit-helper beside bwrapkit where it
-	// fits, else the probe's binary, which is bwrapkit itself.
+	// fits, else the probe's binary, which is bwrapkit itself. The same helper is the
+	// probe, too: it starts in a third of bwrapkit's CPU, three times per doctor.
 	keeper := probe.Argv[0]
 	if programs, err := findPrograms(); err == nil && programs.helper != "" {
 		keeper = programs.helper
+		if len(opts.probe.Argv) == 0 {
+			probe.Argv[0] = programs.helper
+		}
 	}
 	cfg := doctor.Config{
 		Query:       opts.global.query(opts.streams),
@@ -169,7 +173,7 @@ func (opts *doctorOptions) probeCommand() (probe.Command, error) {
 	if err != nil {
 		return probe.Command{}, failureError{fmt.Errorf("cannot find bwrapkit's own executable for the self-tests: %w", err)}
 	}
-	return probe.Command{Argv: []string{executable, probeCommandName}}, nil
+	return probe.Command{Argv: []string{executable, probeCommandName, "build=" + version}}, nil
 }
 
 // argv0Executable is argv[0] as an absolute path: as given when it names a path, else

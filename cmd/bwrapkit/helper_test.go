@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,4 +194,99 @@ func TestLiveDeletedBinaryRefusesTheRun(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the command ran although the run had no keeper")
 	}
+}
+
+// TestLiveDoctorProbeIsTheHelper: with bwrapkit-helper beside bwrapkit, the doctor's probe
+// inside its sandboxes is the helper (the launch check names it), and a helper of another
+// build refuses to be it: the launch fails naming both builds and the remedy, rather than
+// the doctor judging observations it may read otherwise.
+func TestLiveDoctorProbeIsTheHelper(t *testing.T) {
+	livetest.Bwraps(t)
+	self, err := os.ReadFile(builtBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper, err := os.ReadFile(builtHelper)
+	if err != nil {
+		t.Fatalf("%v (make build puts bwrapkit-helper beside bwrapkit)", err)
+	}
+	// The probe's own refusal, asked directly.
+	for build, want := range map[string]int{"dev": 0, "v9.9.9-other": 2} {
+		cmd := exec.Command(builtHelper, probeCommandName, "build="+build, "noop")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if got := cmd.ProcessState.ExitCode(); got != want {
+			t.Errorf("helper probe for build %s: exit %d (%v), want %d\n%s", build, got, err, want, stderr.String())
+		}
+		if want != 0 && !strings.Contains(stderr.String(), "bwrapkit v9.9.9-other") {
+			t.Errorf("the refusal does not name the doctor's build: %s", stderr.String())
+		}
+	}
+	stale := ""
+	if goTool, err := exec.LookPath("go"); err == nil && os.Geteuid() == 0 {
+		stale = filepath.Join(t.TempDir(), helperName)
+		build := exec.Command(goTool, "build", "-ldflags", "-X main.version=v0.0.1-stale", "-o", stale, "../bwrapkit-helper")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building a stale helper: %v\n%s", err, out)
+		}
+		if helper, err = os.ReadFile(stale); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh, _ := os.ReadFile(builtHelper)
+	asUsers(t, func(t *testing.T, prefix []string, project, home string) {
+		for _, c := range []struct {
+			name   string
+			helper []byte
+		}{{"same build", fresh}, {"another build", helper}} {
+			t.Run(c.name, func(t *testing.T) {
+				if c.name == "another build" && stale == "" {
+					t.Skip("building a helper of another build needs root and a Go toolchain")
+				}
+				bin := filepath.Join(livetest.TempDir(t), "bin")
+				if err := os.Mkdir(bin, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(filepath.Dir(bin), 0o755)
+				ownBinary, helperBinary := filepath.Join(bin, "bwrapkit"), filepath.Join(bin, helperName)
+				if err := livetest.WriteProgram(ownBinary, self, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := livetest.WriteProgram(helperBinary, c.helper, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				argv := append(append([]string{}, prefix...), "env", "-i", "HOME="+home, newcomerPATH, ownBinary,
+					"doctor", "--json", "--check", "launch")
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.Dir = project
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				runErr := cmd.Run()
+				var doc struct {
+					Checks []struct{ ID, Status, Summary, Detail string }
+				}
+				if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+					t.Fatalf("%v: %v\n%s\n%s", runErr, err, stdout.String(), stderr.String())
+				}
+				var launch struct{ ID, Status, Summary, Detail string }
+				for _, check := range doc.Checks {
+					if check.ID == "launch" {
+						launch = check
+					}
+				}
+				switch c.name {
+				case "same build":
+					if launch.Status != "ok" || !strings.Contains(launch.Detail, "the probe: "+helperBinary) {
+						t.Errorf("launch: %+v, want ok with the helper as the probe", launch)
+					}
+				default:
+					if launch.Status != "fail" || !strings.Contains(launch.Summary, "v0.0.1-stale") || !strings.Contains(launch.Summary, "one build") {
+						t.Errorf("launch: %+v, want a failure naming the helper's build and the remedy", launch)
+					}
+				}
+			})
+		}
+	})
 }

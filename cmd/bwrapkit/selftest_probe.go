@@ -7,8 +7,9 @@ import (
 )
 
 // probeCommandName is the hidden subcommand the doctor runs inside the sandbox, so its
-// self-tests need no shell or other program there: bwrapkit is the probe.
-const probeCommandName = "__selftest-probe"
+// self-tests need no shell or other program there: bwrapkit-helper, or bwrapkit, is the
+// probe.
+const probeCommandName = probe.CommandName
 
 func newSelftestProbeCmd(s streams) *cobra.Command {
 	return &cobra.Command{
@@ -17,7 +18,7 @@ func newSelftestProbeCmd(s streams) *cobra.Command {
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			if status := probe.Run(args, s.Out, s.Err); status != 0 {
+			if status := probe.Main(args, version, s.Out, s.Err); status != 0 {
 				return exitError{status}
 			}
 			return nil

@@ -1,8 +1,11 @@
 package probe
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -24,5 +27,48 @@ func TestNetAllowWithFileOps(t *testing.T) {
 	}
 	if plain := observeNetAllow([]string{filepath.Join(dir, "no-socket"), "127.0.0.1:0", "http://a.invalid/", "http://d.invalid/"}); plain.FS != nil {
 		t.Errorf("no operations asked, yet %+v", plain.FS)
+	}
+}
+
+// TestGetReadsWhatServersSend: the probe's GET, against Go's HTTP server taking it as a
+// proxy would (an absolute URL in the request line), reads the status and the body's first
+// 512 bytes of a sized, a chunked and a long response.
+func TestGetReadsWhatServersSend(t *testing.T) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Host == "" || r.Host != r.URL.Host {
+			http.Error(w, "not a proxy request: "+r.RequestURI, http.StatusBadRequest)
+			return
+		}
+		switch r.URL.Path {
+		case "/sized":
+			w.Write([]byte("token-123"))
+		case "/chunked":
+			w.Write([]byte("first "))
+			w.(http.Flusher).Flush()
+			w.Write([]byte("second"))
+		case "/long":
+			w.Write([]byte(strings.Repeat("x", 5000)))
+		default:
+			http.Error(w, "refused: not on --net-allow", http.StatusForbidden)
+		}
+	}))
+	defer server.Close()
+	proxy := server.Listener.Addr().String()
+	for _, tc := range []struct {
+		path, body string
+		status     int
+	}{
+		{"/sized", "token-123", 200},
+		{"/chunked", "first second", 200},
+		{"/long", strings.Repeat("x", 512), 200},
+		{"/denied", "refused: not on --net-allow\n", 403},
+	} {
+		got := get(proxy, "http://allowed.invalid:8080"+tc.path)
+		if got.Error != "" || got.Status != tc.status || got.Body != tc.body {
+			t.Errorf("%s: %+v, want %d %q", tc.path, got, tc.status, tc.body)
+		}
+	}
+	if got := get(proxy, "https://allowed.invalid/"); got.Error == "" {
+		t.Errorf("an https URL: %+v, want an error", got)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -21,6 +20,25 @@ import (
 // holdBound is how long the timeout-kill probe's processes wait to be killed. If the sandbox
 // fails to kill them they exit on their own, but only after the doctor has looked for them.
 const holdBound = 60 * time.Second
+
+// CommandName is the argument that makes bwrapkit, or bwrapkit-helper, the probe.
+const CommandName = "__selftest-probe"
+
+// Main is the probe's entry in bwrapkit and bwrapkit-helper: args are those after
+// CommandName, build the program's own version. The doctor passes "build=" and its
+// version first, and a probe of another build refuses (exit 2) rather than report
+// observations the doctor may read otherwise: a bwrapkit-helper left from another release
+// beside an upgraded bwrapkit.
+func Main(args []string, build string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && strings.HasPrefix(args[0], "build=") {
+		if want := strings.TrimPrefix(args[0], "build="); want != build {
+			fmt.Fprintf(stderr, "probe: %s is of bwrapkit %s, the doctor of bwrapkit %s: install bwrapkit and bwrapkit-helper from one build (or remove bwrapkit-helper; bwrapkit is then its own)\n", os.Args[0], build, want)
+			return 2
+		}
+		args = args[1:]
+	}
+	return Run(args, stdout, stderr)
+}
 
 // Run is the self-test probe: the program the doctor runs inside the sandbox (bwrapkit's
 // hidden __selftest-probe subcommand, or a test binary). args are the probe's name and
@@ -274,7 +292,7 @@ func observeDial(args []string) DialObservation {
 	if len(args) != 1 {
 		return DialObservation{Error: "usage: dial HOST:PORT"}
 	}
-	conn, err := net.DialTimeout("tcp", args[0], 2*time.Second)
+	conn, err := dialTCP(args[0], 2*time.Second)
 	if err == nil {
 		conn.Close()
 	}

@@ -1720,6 +1720,24 @@ line: emptyExempt := release == "" || kernel.AtLeast(release, emptyDirsExemptSin
 into: emptyExempt := true || kernel.AtLeast(release, emptyDirsExemptSince[0], emptyDirsExemptSince[1])
 test: ./platform TestProcViewOnKernelsBeforeTheEmptyDirectoryRule
 what: mounts on /proc's empty directories count before Linux 4.2
+
+file: sandbox/gitmeta/commit.go
+line: return repositoryState{entry: id, runs: runsByDigest(path)}, true
+into: return repositoryState{entry: id}, true
+test: ./sandbox/gitmeta TestAuditSeesWhatRunsEditedInPlace
+what: commit mode's audit sees a nested repository's config armed in place where no bind kept it read-only
+
+file: sandbox/gitmeta/commit.go
+line: digestFile(digest, filepath.Join(dir, "hooks", hook.Name()))
+into: _ = hook
+test: ./sandbox/gitmeta TestAuditSeesWhatRunsEditedInPlace
+what: commit mode's audit sees a hook of an unbound nested repository edited in place
+
+file: sandbox/gitmeta/commit.go
+line: digestGitDir(digest, common)
+into: _ = common
+test: ./sandbox/gitmeta TestAuditSeesWhatRunsEditedInPlace
+what: commit mode's audit sees the config of an unbound nested repository's common directory edited in place
 TABLE
 }
 

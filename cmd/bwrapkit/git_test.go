@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,5 +178,76 @@ func TestGitSubdirectoryLive(t *testing.T) {
 	got = binaryRun(t, environ, "run", "--git", "commit", "--workdir", sub, "--", "true")
 	if got.status != exitUsage || !strings.Contains(got.stderr, "subdirectory of the repository") {
 		t.Errorf("commit mode in a subdirectory: %d %q", got.status, got.stderr)
+	}
+}
+
+// TestAttackCommitModeUnboundRepositoriesCannotBeArmed: the nested repositories a direct
+// commit-mode run cannot bind read-only (a .git that is a symlink, every one past the
+// 256 it binds, a gitfile whose gitdir lies outside the project in an --rw path) have
+// their config armed in place by the command. The audit must move each aside, and the
+// host's git run in each must run nothing of the command's.
+func TestAttackCommitModeUnboundRepositoriesCannotBeArmed(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	environ, _ := attackEnv(t, bwrap)
+	pwned := filepath.Join(livetest.TempDir(t), "pwned")
+	outside := livetest.TempDir(t)
+	setup := func(dir string, args ...string) {
+		t.Helper()
+		if out, err := hostGit(dir, args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v in %s: %v %s", args, dir, err, out)
+		}
+	}
+	// A .git that is a symlink to a git directory elsewhere in the project.
+	setup(repo, "init", "-q", "store-src")
+	os.MkdirAll(filepath.Join(repo, "store"), 0o755)
+	os.Rename(filepath.Join(repo, "store-src", ".git"), filepath.Join(repo, "store", "linked.git"))
+	os.RemoveAll(filepath.Join(repo, "store-src"))
+	os.MkdirAll(filepath.Join(repo, "linked"), 0o755)
+	os.Symlink("../store/linked.git", filepath.Join(repo, "linked", ".git"))
+	// 257 nested repositories: more than a run binds.
+	setup(repo, "init", "-q", "vendor/n000")
+	for i := 1; i <= 256; i++ {
+		cp := exec.Command("cp", "-r", filepath.Join(repo, "vendor", "n000"), filepath.Join(repo, "vendor", fmt.Sprintf("n%03d", i)))
+		if out, err := cp.CombinedOutput(); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+	}
+	// A gitfile naming a gitdir outside the project, which the run may write (--rw).
+	setup(outside, "init", "-q", "away")
+	os.MkdirAll(filepath.Join(repo, "wt"), 0o755)
+	os.WriteFile(filepath.Join(repo, "wt", ".git"), []byte("gitdir: "+filepath.Join(outside, "away", ".git")+"\n"), 0o644)
+	arm := func(config string) string {
+		return `printf '[core]\n\tfsmonitor = touch ` + pwned + `\n' >> ` + config
+	}
+	script := strings.Join([]string{
+		arm("linked/.git/config"),
+		arm("vendor/n256/.git/config"),
+		arm(filepath.Join(outside, "away", ".git", "config")),
+		// A commit in an unbound repository is its own business: no move.
+		gitIdentity + ` -C vendor/n100 commit -q --allow-empty -m inside`,
+		`true`,
+	}, "; ")
+	got := binaryRun(t, environ, "run", "--git", "commit", "--workdir-mode", "direct", "--rw", outside, "--workdir", repo, "--", "sh", "-c", script)
+	if got.status != 0 {
+		t.Fatalf("status %d %q", got.status, got.stderr)
+	}
+	for _, dir := range []string{"linked", filepath.Join("vendor", "n256"), "wt"} {
+		if !strings.Contains(got.stderr, filepath.Join(repo, dir, ".git")+" -> ") {
+			t.Errorf("%s/.git was not moved aside: %q", dir, got.stderr)
+		}
+		out, err := hostGit(filepath.Join(repo, dir), "status").CombinedOutput()
+		t.Logf("host git status in %s: %v %s", dir, err, out)
+	}
+	for _, dir := range []string{"n255", "n100"} {
+		if strings.Contains(got.stderr, filepath.Join(repo, "vendor", dir, ".git")+" -> ") {
+			t.Errorf("vendor/%s/.git, untouched or committed in, was moved aside too: %q", dir, got.stderr)
+		}
+	}
+	if out, _ := hostGit(filepath.Join(repo, "vendor", "n100"), "log", "--format=%s").Output(); string(out) != "inside\n" {
+		t.Errorf("the commit in vendor/n100: %q", out)
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatalf("the host's git ran the command's code")
 	}
 }

@@ -1,14 +1,19 @@
 package gitmeta
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/bwrapkit/bwrapkit/internal/pathtree"
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -144,7 +149,7 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 	defer relock()
 	var subs []string
 	for _, path := range found {
-		if id, ok := identity(path); !ok || before[path] != id {
+		if state, ok := stateOf(path); !ok || before[path] != state {
 			subs = append(subs, path)
 		}
 	}
@@ -193,30 +198,147 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 	return moved, errors.Join(problems...)
 }
 
-// Repositories are the entries named .git below a workdir's top, each with its device,
-// inode and change time: a command that removes one and makes another may get the same
-// inode back from the file system, never the same change time.
-type Repositories map[string][4]uint64
+// Repositories are the entries named .git below a workdir's top, each with its state
+// (stateOf): a command that removes a gitfile or a symlink and makes another may get the
+// same inode back from the file system, never the same change time; one that edits in
+// place a file a host git runs a program by (the config, a hook) changes that file's.
+type Repositories map[string]repositoryState
+
+// repositoryState is a .git entry's device, inode and change time, and a digest of the
+// same for what a host git entering it would run a program by (runsByDigest).
+type repositoryState struct {
+	entry [4]uint64
+	runs  uint64
+}
 
 // RepositoriesBelow is every entry named .git below workdir but the top one.
 func RepositoriesBelow(workdir string) Repositories {
 	found := Repositories{}
 	paths, _, _ := gitEntriesBelow(workdir, false)
 	for _, path := range paths {
-		if id, ok := identity(path); ok {
-			found[path] = id
+		if state, ok := stateOf(path); ok {
+			found[path] = state
 		}
 	}
 	return found
 }
 
-// identity is path's device, inode and change time, not following a symlink.
+// stateOf is path's repositoryState, not following a symlink for the entry's own part.
+func stateOf(path string) (repositoryState, bool) {
+	id, ok := identity(path)
+	if !ok {
+		return repositoryState{}, false
+	}
+	return repositoryState{entry: id, runs: runsByDigest(path)}, true
+}
+
+// identity is path's device, inode and change time, not following a symlink; a
+// directory's without the change time, which every commit in it moves (a new index, a
+// ref): what a host git would run by is runsByDigest's, and a directory made anew has
+// another inode.
 func identity(path string) ([4]uint64, bool) {
 	var stat unix.Stat_t
 	if unix.Lstat(path, &stat) != nil {
 		return [4]uint64{}, false
 	}
+	if stat.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return [4]uint64{uint64(stat.Dev), stat.Ino}, true
+	}
 	return [4]uint64{uint64(stat.Dev), stat.Ino, uint64(stat.Ctim.Sec), uint64(stat.Ctim.Nsec)}, true
+}
+
+// runsByDigest digests, for the git directory a .git entry leads to (itself, the gitdir
+// a gitfile names, or where a symlink leads), each file a host git entering it would run
+// a program by: the config and config.worktree, the commondir file and the common
+// directory's own, and the hooks directory with each hook in it (a sample never runs, and
+// renaming one to run changes the directory). Each as it is and as it resolves: device,
+// inode, change time, size and mode, or that it is missing. A repository the run could
+// not bind read-only (NestedRepositories: a symlinked .git, those past maxNested, a
+// gitdir outside the project) was armed in place without changing its .git entry; the
+// index, objects and refs a commit writes are not digested, so a commit is no change.
+func runsByDigest(entry string) uint64 {
+	digest := fnv.New64a()
+	dir := gitDirOf(entry)
+	fmt.Fprintf(digest, "%s\x00", dir)
+	if dir == "" {
+		return digest.Sum64()
+	}
+	digestGitDir(digest, dir)
+	if common, err := commonDir(dir); err == nil && common != "" && common != dir {
+		fmt.Fprintf(digest, "common %s\x00", common)
+		digestGitDir(digest, common)
+	}
+	return digest.Sum64()
+}
+
+// gitDirOf is the git directory a .git entry leads a host git to, resolved, or "".
+func gitDirOf(entry string) string {
+	real, err := filepath.EvalSymlinks(entry)
+	if err != nil {
+		return ""
+	}
+	info, err := os.Lstat(real)
+	switch {
+	case err != nil:
+		return ""
+	case info.IsDir():
+		return real
+	case info.Mode().IsRegular():
+		target := gitfileGitdir(real)
+		if target == "" {
+			return ""
+		}
+		if !filepath.IsAbs(target) {
+			// Relative to the entry's directory: git reads a gitfile by the name it found.
+			target = filepath.Join(filepath.Dir(entry), target)
+		}
+		if resolved, err := filepath.EvalSymlinks(target); err == nil {
+			return resolved
+		}
+		return filepath.Clean(target)
+	}
+	return ""
+}
+
+// gitfileGitdir is the gitdir a gitfile names, as written.
+func gitfileGitdir(gitfile string) string {
+	data, err := safefile.ReadFile(gitfile, maxGitFile)
+	if err != nil {
+		return ""
+	}
+	target, _ := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+	return strings.TrimSpace(target)
+}
+
+// digestGitDir adds what dir holds that a host git runs a program by (runsByDigest).
+func digestGitDir(digest hash.Hash64, dir string) {
+	for _, name := range []string{"config", "config.worktree", "commondir", "hooks"} {
+		digestFile(digest, filepath.Join(dir, name))
+	}
+	hooks, _ := os.ReadDir(filepath.Join(dir, "hooks"))
+	for _, hook := range hooks {
+		if !strings.HasSuffix(hook.Name(), ".sample") {
+			digestFile(digest, filepath.Join(dir, "hooks", hook.Name()))
+		}
+	}
+}
+
+// digestFile adds path's device, inode, change time, size and mode, as it is and as it
+// resolves (a hook that is a symlink runs what it leads to), or that it is missing.
+func digestFile(digest hash.Hash64, path string) {
+	var buf [8]byte
+	fmt.Fprintf(digest, "%s\x00", path)
+	for _, stat := range []func(string, *unix.Stat_t) error{unix.Lstat, unix.Stat} {
+		var st unix.Stat_t
+		if stat(path, &st) != nil {
+			digest.Write([]byte{0})
+			continue
+		}
+		for _, v := range []uint64{uint64(st.Dev), st.Ino, uint64(st.Ctim.Sec), uint64(st.Ctim.Nsec), uint64(st.Size), uint64(st.Mode)} {
+			binary.LittleEndian.PutUint64(buf[:], v)
+			digest.Write(buf[:])
+		}
+	}
 }
 
 // maxNested bounds how many nested repositories a commit-mode run protects: each is a

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gitIn runs the real git in repo, with no user or system config.
@@ -599,5 +600,93 @@ func TestCommitModeKeepsGitdirsAndWorktreesReadOnly(t *testing.T) {
 	}
 	if slices.Contains(kept, filepath.Join(workdir, ".git", "worktrees")) || slices.Contains(kept, worktree) {
 		t.Errorf("a linked worktree's own gitdir is read-only (its commits fail): %v", kept)
+	}
+}
+
+// TestAuditSeesWhatRunsEditedInPlace: for a nested repository no bind kept read-only, the
+// audit's inventory sees an edit in place of each file a host git runs a program by (the
+// config, a hook, the common directory's config, a sample renamed to run, a new
+// config.worktree), through a symlinked .git and a gitfile alike; and it sees no change in
+// what a commit writes.
+func TestAuditSeesWhatRunsEditedInPlace(t *testing.T) {
+	makeGitDir := func(dir string) {
+		for _, sub := range []string{"hooks", "objects", "refs"} {
+			if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		os.WriteFile(filepath.Join(dir, "config"), []byte("[core]\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "hooks", "pre-commit"), []byte("#!/bin/sh\n"), 0o755)
+		os.WriteFile(filepath.Join(dir, "hooks", "post-checkout.sample"), []byte("#!/bin/sh\n"), 0o755)
+	}
+	appendTo := func(path string) func(string) {
+		return func(string) {
+			file, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file.WriteString("\tfsmonitor = touch /nonexistent/pwned\n")
+			file.Close()
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		entry string // below the workdir
+		act   func(gitdir string)
+		moved bool
+	}{
+		{"config edited in place", "plain/.git", func(g string) { appendTo(filepath.Join(g, "config"))("") }, true},
+		{"hook edited in place", "plain/.git", func(g string) { appendTo(filepath.Join(g, "hooks", "pre-commit"))("") }, true},
+		{"sample renamed to run", "plain/.git", func(g string) {
+			os.Rename(filepath.Join(g, "hooks", "post-checkout.sample"), filepath.Join(g, "hooks", "post-checkout"))
+		}, true},
+		{"config.worktree made", "plain/.git", func(g string) { os.WriteFile(filepath.Join(g, "config.worktree"), []byte("[core]\n"), 0o644) }, true},
+		{"sample edited in place", "plain/.git", func(g string) { appendTo(filepath.Join(g, "hooks", "post-checkout.sample"))("") }, false},
+		{"a commit's writes", "plain/.git", func(g string) {
+			os.WriteFile(filepath.Join(g, "objects", "x"), []byte("blob"), 0o444)
+			os.WriteFile(filepath.Join(g, "index.lock"), []byte("DIRC"), 0o644)
+			os.Rename(filepath.Join(g, "index.lock"), filepath.Join(g, "index"))
+			os.WriteFile(filepath.Join(g, "HEAD"), []byte("ref: refs/heads/other\n"), 0o644)
+		}, false},
+		{"through a symlinked .git", "linked/.git", func(g string) { appendTo(filepath.Join(g, "config"))("") }, true},
+		{"through a gitfile", "wt/.git", func(g string) { appendTo(filepath.Join(g, "config"))("") }, true},
+		{"the common directory's config", "common/.git", func(g string) { appendTo(filepath.Join(g, "..", "..", "store", "main.git", "config"))("") }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			workdir := t.TempDir()
+			makeGitDir(filepath.Join(workdir, ".git"))
+			makeGitDir(filepath.Join(workdir, "plain", ".git"))
+			makeGitDir(filepath.Join(workdir, "store", "linked.git"))
+			os.MkdirAll(filepath.Join(workdir, "linked"), 0o755)
+			os.Symlink("../store/linked.git", filepath.Join(workdir, "linked", ".git"))
+			makeGitDir(filepath.Join(workdir, "store", "wt.git"))
+			os.MkdirAll(filepath.Join(workdir, "wt"), 0o755)
+			os.WriteFile(filepath.Join(workdir, "wt", ".git"), []byte("gitdir: ../store/wt.git\n"), 0o644)
+			makeGitDir(filepath.Join(workdir, "store", "main.git"))
+			makeGitDir(filepath.Join(workdir, "common", ".git"))
+			os.WriteFile(filepath.Join(workdir, "common", ".git", "commondir"), []byte("../../store/main.git\n"), 0o644)
+			before := RepositoriesBelow(workdir)
+			gitdir := map[string]string{
+				"plain/.git":  filepath.Join(workdir, "plain", ".git"),
+				"linked/.git": filepath.Join(workdir, "store", "linked.git"),
+				"wt/.git":     filepath.Join(workdir, "store", "wt.git"),
+				"common/.git": filepath.Join(workdir, "common", ".git"),
+			}[tc.entry]
+			time.Sleep(10 * time.Millisecond) // a change time the file system tells apart
+			tc.act(gitdir)
+			moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git")}, before)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entry := filepath.Join(workdir, filepath.FromSlash(tc.entry))
+			got := slices.ContainsFunc(moved, func(m string) bool { return strings.HasPrefix(m, entry+" -> ") })
+			if got != tc.moved {
+				t.Errorf("%s moved aside: %v, want %v (moved: %v)", tc.entry, got, tc.moved, moved)
+			}
+			if len(moved) > 1 || len(moved) == 1 && !got {
+				t.Errorf("others moved too: %v", moved)
+			}
+		})
 	}
 }

@@ -506,6 +506,7 @@ wait:
 	// And the cgroup: the run is over only once nothing of it is left. Its OOM kills are
 	// read first; End removes the counters.
 	cgroups.oomKills, cgroups.bound = group.MemoryKills()
+	cgroups.cpuMicros = group.CPUMicros()
 	cgroups.ended = group.End(cgroupEndBound)
 
 	// The status pipe closes with bwrap and the namespace, so this read is short.

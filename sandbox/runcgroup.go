@@ -29,6 +29,9 @@ type RunCgroup struct {
 	// why. Both are zero when it never happened.
 	OOMKills    uint64 `json:"oom_kills,omitempty"`
 	MemoryBound uint64 `json:"memory_bound,omitempty"`
+	// CPUMicros is the CPU time the run's processes used (bwrap's and the command's), as
+	// the kernel counted it in the run's cgroup; zero without one, or where unreadable.
+	CPUMicros uint64 `json:"cpu_usec,omitempty"`
 }
 
 // runCgroup is one run's cgroup while it runs.
@@ -36,6 +39,7 @@ type runCgroup struct {
 	host            cgroup.Host
 	ended           error
 	oomKills, bound uint64
+	cpuMicros       uint64
 }
 
 // startCgroup makes the run's cgroup for bounds l where the host allows it and names it
@@ -73,5 +77,6 @@ func (c *runCgroup) result() RunCgroup {
 	if c.oomKills > 0 {
 		out.OOMKills, out.MemoryBound = c.oomKills, c.bound
 	}
+	out.CPUMicros = c.cpuMicros
 	return out
 }

@@ -1738,6 +1738,30 @@ line: digestGitDir(digest, common)
 into: _ = common
 test: ./sandbox/gitmeta TestAuditSeesWhatRunsEditedInPlace
 what: commit mode's audit sees the config of an unbound nested repository's common directory edited in place
+
+file: sandbox/seccomp/rules.go
+line: {syscall: "ptrace", errno: errEPERM},
+into: -
+test: ./doctor/selftest TestSeccompVerdict
+what: the doctor's seccomp self-test fails a filter that lost a rule, though its own expectation comes from the filter's table
+
+file: netproxy/allow.go
+line: } else if host == rule.Host {
+into: } else if host != "" {
+test: ./doctor TestJointRun
+what: the doctor's net-allow self-test fails an allowlist that matches only the port
+
+file: netproxy/allow.go
+line: if rule.Port != 0 && rule.Port != port {
+into: if false {
+test: ./doctor TestJointRun
+what: the doctor's net-allow self-test fails an allowlist that matches only the name
+
+file: sandbox/run.go
+line: group.Attach(process.SysProcAttr)
+into: _ = group
+test: ./doctor TestDoctorHealthy
+what: the doctor's limits self-test fails a run whose sandbox was not in the cgroup made for it (the kernel's count, not bwrapkit's word)
 TABLE
 }
 

@@ -16,7 +16,10 @@ import (
 type NetAllowObservation struct {
 	Allowed HTTPResult `json:"allowed"`
 	Denied  HTTPResult `json:"denied"`
-	Error   string     `json:"error"` // the bridge could not be set up
+	// AlsoDenied are the further denied URLs, in the order asked: the allowed host on
+	// another port, a denied host on the allowed port.
+	AlsoDenied []HTTPResult `json:"also_denied,omitempty"`
+	Error      string       `json:"error"` // the bridge could not be set up
 	// FS is the file operations asked for after the URLs, done first (the run shares them
 	// with workdir-vetting, which judges them by the host's project).
 	FS *FSObservation `json:"fs,omitempty"`
@@ -31,20 +34,25 @@ type HTTPResult struct {
 	Millis int64  `json:"ms"`
 }
 
-// observeNetAllow: args SOCKET LISTEN ALLOWED_URL DENIED_URL [OP:PATH...]. The file
-// operations (as probe "fs" does them) come first; then the probe is its own bridge, as
-// run's is: it makes the listener on the sandbox's loopback (LISTEN), hands it to the
-// proxy outside (bridge.HandOver), and asks through it as a client would.
+// observeNetAllow: args SOCKET LISTEN ALLOWED_URL DENIED_URL [DENIED_URL...]
+// [OP:PATH...]. The file operations (as probe "fs" does them) come first; then the probe
+// is its own bridge, as run's is: it makes the listener on the sandbox's loopback
+// (LISTEN), hands it to the proxy outside (bridge.HandOver), and asks through it as a
+// client would.
 func observeNetAllow(args []string) NetAllowObservation {
 	if len(args) < 4 {
-		return NetAllowObservation{Error: "usage: net-allow SOCKET LISTEN ALLOWED_URL DENIED_URL [OP:PATH...]"}
+		return NetAllowObservation{Error: "usage: net-allow SOCKET LISTEN ALLOWED_URL DENIED_URL [DENIED_URL...] [OP:PATH...]"}
+	}
+	urls := 4
+	for urls < len(args) && strings.HasPrefix(args[urls], "http://") {
+		urls++
 	}
 	var fs *FSObservation
-	if len(args) > 4 {
-		ops := observeFS(args[4:])
+	if len(args) > urls {
+		ops := observeFS(args[urls:])
 		fs = &ops
 	}
-	observation := observeURLs(args[:4])
+	observation := observeURLs(args[:urls])
 	observation.FS = fs
 	return observation
 }
@@ -57,7 +65,11 @@ func observeURLs(args []string) NetAllowObservation {
 	if err := bridge.HandOver(args[0], listener); err != nil {
 		return NetAllowObservation{Error: "the hand-over to the proxy: " + err.Error()}
 	}
-	return NetAllowObservation{Allowed: get(args[1], args[2]), Denied: get(args[1], args[3])}
+	observation := NetAllowObservation{Allowed: get(args[1], args[2]), Denied: get(args[1], args[3])}
+	for _, target := range args[4:] {
+		observation.AlsoDenied = append(observation.AlsoDenied, get(args[1], target))
+	}
+	return observation
 }
 
 // httpBound bounds one request through the proxy, from the dial to the body.

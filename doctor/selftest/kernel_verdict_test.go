@@ -1,6 +1,7 @@
 package selftest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,9 +80,9 @@ func TestSetuidVerdict(t *testing.T) {
 }
 
 func TestSeccompVerdict(t *testing.T) {
-	expected, untried := seccompExpectations(seccomp.Denied(), probe.SeccompAttempts())
-	if len(expected) < 10 || len(untried) == 0 {
-		t.Fatalf("%d rules tried, %d not: the probe and the filter's list do not meet", len(expected), len(untried))
+	expected, untried, lost := seccompExpectations(seccomp.Denied(), probe.SeccompAttempts())
+	if len(expected) < 10 || len(untried) == 0 || len(lost) > 0 {
+		t.Fatalf("%d rules tried, %d not, %v lost: the probe and the filter's list do not meet", len(expected), len(untried), lost)
 	}
 	var denied []probe.SyscallAttempt
 	for _, rule := range expected {
@@ -89,10 +90,10 @@ func TestSeccompVerdict(t *testing.T) {
 	}
 	allowed := []probe.SyscallAttempt{{Syscall: "socket AF_UNIX"}}
 	sound := probe.SeccompObservation{Mode: "2", Filters: "1", Denied: denied, Allowed: allowed}
-	if c := seccompVerdict(sound, expected, untried); c.Status != report.StatusOK {
+	if c := seccompVerdict(sound, expected, untried, nil); c.Status != report.StatusOK {
 		t.Errorf("sound: %s %s", c.Status, c.Summary)
 	}
-	if c := seccompVerdict(probe.SeccompObservation{Mode: "0", Denied: denied, Allowed: allowed}, expected, untried); c.Status != report.StatusFail || !strings.Contains(c.Summary, "without a seccomp filter") {
+	if c := seccompVerdict(probe.SeccompObservation{Mode: "0", Denied: denied, Allowed: allowed}, expected, untried, nil); c.Status != report.StatusFail || !strings.Contains(c.Summary, "without a seccomp filter") {
 		t.Errorf("no filter: %s %s", c.Status, c.Summary)
 	}
 	leaky := append([]probe.SyscallAttempt{}, denied...)
@@ -101,11 +102,25 @@ func TestSeccompVerdict(t *testing.T) {
 			leaky[i].Errno = "ESRCH"
 		}
 	}
-	if c := seccompVerdict(probe.SeccompObservation{Mode: "2", Denied: leaky, Allowed: allowed}, expected, untried); c.Status != report.StatusFail || !strings.Contains(c.Summary, "ptrace ESRCH, not EPERM") {
+	if c := seccompVerdict(probe.SeccompObservation{Mode: "2", Denied: leaky, Allowed: allowed}, expected, untried, nil); c.Status != report.StatusFail || !strings.Contains(c.Summary, "ptrace ESRCH, not EPERM") {
 		t.Errorf("ptrace through: %s %s", c.Status, c.Summary)
 	}
-	if c := seccompVerdict(probe.SeccompObservation{Mode: "2", Denied: denied, Allowed: []probe.SyscallAttempt{{Syscall: "socket AF_INET", Errno: "EAFNOSUPPORT"}}}, expected, untried); c.Status != report.StatusFail || !strings.Contains(c.Summary, "ordinary calls") {
+	if c := seccompVerdict(probe.SeccompObservation{Mode: "2", Denied: denied, Allowed: []probe.SyscallAttempt{{Syscall: "socket AF_INET", Errno: "EAFNOSUPPORT"}}}, expected, untried, nil); c.Status != report.StatusFail || !strings.Contains(c.Summary, "ordinary calls") {
 		t.Errorf("ordinary call refused: %s %s", c.Status, c.Summary)
+	}
+	// A rule taken out of the filter's table leaves the probe's list: the call is lost, and
+	// a filter that no longer denies it fails, though every call still expected got its errno.
+	withoutPtrace := slices.DeleteFunc(seccomp.Denied(), func(r seccomp.Rule) bool { return r.Syscall == "ptrace" })
+	fewer, untried, lost := seccompExpectations(withoutPtrace, probe.SeccompAttempts())
+	if !slices.Equal(lost, []string{"ptrace"}) {
+		t.Fatalf("lost %v, want [ptrace]", lost)
+	}
+	var stillDenied []probe.SyscallAttempt
+	for _, rule := range fewer {
+		stillDenied = append(stillDenied, probe.SyscallAttempt{Syscall: rule.Syscall, Errno: rule.Errno})
+	}
+	if c := seccompVerdict(probe.SeccompObservation{Mode: "2", Denied: stillDenied, Allowed: allowed}, fewer, untried, lost); c.Status != report.StatusFail || !strings.Contains(c.Summary, "no longer denies calls it must: ptrace") {
+		t.Errorf("a rule gone from the table: %s %s", c.Status, c.Summary)
 	}
 }
 
@@ -142,7 +157,7 @@ func TestLimitsVerdict(t *testing.T) {
 		o.Filled, o.FillErrno = bounds.tmpfs, "ENOSPC"
 		return o
 	}
-	v1 := sandbox.RunCgroup{Mode: cgroup.V1}
+	v1 := sandbox.RunCgroup{Mode: cgroup.V1, CPUMicros: 4200}
 	none := sandbox.RunCgroup{Mode: cgroup.None, Why: "only root can make cgroups on cgroup v1", Remedy: "systemd-run --user --scope -p Delegate=yes"}
 	asRoot := bounds
 	asRoot.root = true
@@ -154,10 +169,11 @@ func TestLimitsVerdict(t *testing.T) {
 		says, remedy string
 	}{
 		{"a cgroup v1 as root", bounds, v1, report.StatusOK, "cgroup v1 as root", ""},
-		{"root in a cgroup v2: pids.max bounds root", asRoot, sandbox.RunCgroup{Mode: cgroup.V2}, report.StatusOK, "cgroup v2", ""},
+		{"root in a cgroup v2: pids.max bounds root", asRoot, sandbox.RunCgroup{Mode: cgroup.V2, CPUMicros: 4200}, report.StatusOK, "cgroup v2", ""},
+		{"a cgroup the sandbox was never in", bounds, sandbox.RunCgroup{Mode: cgroup.V2}, report.StatusFail, "counted no CPU time", ""},
 		{"keeper only", bounds, none, report.StatusWarn, "keeper only", "Delegate=yes"},
 		{"keeper only, as root", asRoot, none, report.StatusWarn, "a root caller's tasks", "pids.max"},
-		{"a cgroup left behind", bounds, sandbox.RunCgroup{Mode: cgroup.V1, Left: "EBUSY"}, report.StatusFail, "not removed", ""},
+		{"a cgroup left behind", bounds, sandbox.RunCgroup{Mode: cgroup.V1, Left: "EBUSY", CPUMicros: 4200}, report.StatusFail, "not removed", ""},
 	} {
 		c := limitsVerdict(inForce(), tc.want, tc.held)
 		if c.Status != tc.status || !strings.Contains(c.Summary, tc.says) || !strings.Contains(c.Remedy, tc.remedy) {

@@ -134,6 +134,15 @@ func limitsVerdict(observed probe.LimitsObservation, want limitsExpectation, hel
 	if held.Left != "" {
 		wrong = append(wrong, "the run's cgroup was not removed at its end: "+held.Left)
 	}
+	if held.Mode != cgroup.None && held.Mode != "" {
+		// The mode is what bwrapkit meant to do; the kernel's count says the run's
+		// processes were in that cgroup at all (a bwrap started outside it, and so the
+		// sandbox, would leave it at 0: bounded by nothing, ended by no cgroup.kill).
+		detail = append(detail, fmt.Sprintf("the run's cgroup counted %d µs of CPU", held.CPUMicros))
+		if held.CPUMicros == 0 {
+			wrong = append(wrong, "the run's cgroup counted no CPU time: the sandbox was not in it")
+		}
+	}
 	switch {
 	case len(wrong) > 0:
 		return breach("the bounds are not in force inside: "+strings.Join(wrong, "; "), strings.Join(detail, "\n"))

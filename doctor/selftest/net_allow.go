@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -37,10 +38,14 @@ func NetAllow(ctx context.Context, env *Env, _ Launched) report.Check {
 // netAllowSetup is the host side of a net-allow run: the two servers, the proxy and its
 // socket, and what the probe is to ask.
 type netAllowSetup struct {
-	token      string
-	socket     string
-	allowedAt  string
-	deniedAt   string
+	token     string
+	socket    string
+	allowedAt string
+	deniedAt  string
+	// mixed are the allowed name on the denied server's port and the denied name on the
+	// allowed server's: an allowlist that matched only the name, or only the port, let
+	// one of them through, yet refused deniedAt, which differs in both.
+	mixed      [2]string
 	deniedHits *atomic.Int32
 	cleanup    func()
 }
@@ -61,6 +66,7 @@ func prepareNetAllow(env *Env) (*netAllowSetup, report.Check) {
 	denied := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { setup.deniedHits.Add(1) }))
 	undo = append(undo, denied.Close)
 	setup.allowedAt, setup.deniedAt = named(allowed, netAllowedName), named(denied, netDeniedName)
+	setup.mixed = [2]string{named(denied, netAllowedName), named(allowed, netDeniedName)}
 	// The proxy reaches what this host itself reaches: where the host's own loopback does
 	// not answer (an LXC container whose lo is down), there is nothing to show, and a
 	// failure would blame the sandbox for the host's network.
@@ -100,7 +106,8 @@ func prepareNetAllow(env *Env) (*netAllowSetup, report.Check) {
 func (n *netAllowSetup) run(ops ...string) ProbeRun {
 	return ProbeRun{Name: "net-allow",
 		NetProxy: sandbox.NetProxy{Socket: n.socket}, // the probe is its own bridge
-		Args:     append([]string{sandbox.ProxySocketInside, sandbox.ProxyListen, "http://" + n.allowedAt + "/", "http://" + n.deniedAt + "/"}, ops...)}
+		Args: append([]string{sandbox.ProxySocketInside, sandbox.ProxyListen, "http://" + n.allowedAt + "/", "http://" + n.deniedAt + "/",
+			"http://" + n.mixed[0] + "/", "http://" + n.mixed[1] + "/"}, ops...)}
 }
 
 // verdict judges the run's observation and what the denied server saw.
@@ -123,6 +130,9 @@ func netAllowVerdict(observation probe.NetAllowObservation, token string, denied
 	detail := fmt.Sprintf("allowed %s: %d %q %s (%d ms); denied %s: %d %q %s (%d ms); the denied server saw %d requests",
 		observation.Allowed.URL, observation.Allowed.Status, observation.Allowed.Body, observation.Allowed.Error, observation.Allowed.Millis,
 		observation.Denied.URL, observation.Denied.Status, observation.Denied.Body, observation.Denied.Error, observation.Denied.Millis, deniedHits)
+	for _, also := range observation.AlsoDenied {
+		detail += fmt.Sprintf("; denied %s: %d %s (%d ms)", also.URL, also.Status, also.Error, also.Millis)
+	}
 	switch {
 	case observation.Error != "":
 		return report.Check{Status: report.StatusFail, Summary: "the probe could not bridge to the proxy: " + observation.Error, Detail: detail}
@@ -133,10 +143,16 @@ func netAllowVerdict(observation probe.NetAllowObservation, token string, denied
 			Remedy: "the proxy's socket is bound into the sandbox read-only; a bwrap that cannot bind a socket file fails here"}
 	case observation.Denied.Status != http.StatusForbidden || !strings.Contains(observation.Denied.Body, "--net-allow"):
 		return breach("a host not on --net-allow was not refused by the proxy", detail)
+	case len(observation.AlsoDenied) != 2:
+		return missing("requests for the allowed host on another port and another host on its port")
+	case slices.ContainsFunc(observation.AlsoDenied, func(r probe.HTTPResult) bool {
+		return r.Status != http.StatusForbidden || !strings.Contains(r.Body, "--net-allow")
+	}):
+		return breach("the proxy let through the allowed host on another port, or another host on the allowed port", detail)
 	case observation.Denied.Millis > refusalBoundMillis:
 		return report.Check{Status: report.StatusWarn, Summary: fmt.Sprintf("a denied host was refused, but only after %d ms", observation.Denied.Millis), Detail: detail}
 	}
-	return pass("--net-allow: an allowed host is reached through the proxy, a denied one refused at once", detail)
+	return pass("--net-allow: an allowed host is reached through the proxy; a denied one, the allowed one on another port and another on its port are refused at once", detail)
 }
 
 // refusalBoundMillis is "at once" for a refusal: a loaded machine's scheduling, not a

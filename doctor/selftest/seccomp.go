@@ -13,9 +13,13 @@ import (
 )
 
 // Seccomp is the self-test of its name; see doctor/README.md for why it can fail and pass.
-// What must be denied, and with which errno, is the filter's own list, seccomp.Denied.
+// Which errno each denied call gets is the filter's own list, seccomp.Denied; which calls
+// must be denied at all is the probe's list of those it can try (probe.SeccompAttempts),
+// written out apart from the filter's: a rule taken out of the filter's table would
+// otherwise leave its expectation with it, and the check would pass on a filter that no
+// longer denies the call.
 func Seccomp(_ *Env, _ sandbox.Policy, request *probe.Request) (Part, error) {
-	expected, untried := seccompExpectations(seccomp.Denied(), probe.SeccompAttempts())
+	expected, untried, lost := seccompExpectations(seccomp.Denied(), probe.SeccompAttempts())
 	for _, rule := range expected {
 		request.Seccomp = append(request.Seccomp, rule.Syscall)
 	}
@@ -23,13 +27,14 @@ func Seccomp(_ *Env, _ sandbox.Policy, request *probe.Request) (Part, error) {
 		if launched.Observation.Seccomp == nil {
 			return missing("system call attempts")
 		}
-		return seccompVerdict(*launched.Observation.Seccomp, expected, untried)
+		return seccompVerdict(*launched.Observation.Seccomp, expected, untried, lost)
 	}}, nil
 }
 
 // seccompExpectations splits the filter's rules into those the probe tries (each once,
-// with the errno the rule gives) and the rest, named for the report.
-func seccompExpectations(denied []seccomp.Rule, attemptable []string) (tried []seccomp.Rule, untried []string) {
+// with the errno the rule gives) and the rest, named for the report; lost are the calls
+// the probe tries, all of which must be denied, that the filter's list no longer names.
+func seccompExpectations(denied []seccomp.Rule, attemptable []string) (tried []seccomp.Rule, untried, lost []string) {
 	for _, rule := range denied {
 		switch {
 		case slices.Contains(attemptable, rule.Syscall) && !slices.ContainsFunc(tried, func(r seccomp.Rule) bool { return r.Syscall == rule.Syscall }):
@@ -38,12 +43,19 @@ func seccompExpectations(denied []seccomp.Rule, attemptable []string) (tried []s
 			untried = append(untried, rule.Syscall)
 		}
 	}
-	return tried, untried
+	for _, name := range attemptable {
+		if !slices.ContainsFunc(denied, func(r seccomp.Rule) bool { return r.Syscall == name }) {
+			lost = append(lost, name)
+		}
+	}
+	slices.Sort(lost)
+	return tried, untried, lost
 }
 
-// seccompVerdict: the process runs under a filter (Seccomp: 2), each denied call got the
-// rule's errno, and the ordinary calls tried worked.
-func seccompVerdict(observed probe.SeccompObservation, expected []seccomp.Rule, untried []string) report.Check {
+// seccompVerdict: the process runs under a filter (Seccomp: 2) that still names every call
+// the probe tries, each denied call got the rule's errno, and the ordinary calls tried
+// worked.
+func seccompVerdict(observed probe.SeccompObservation, expected []seccomp.Rule, untried, lost []string) report.Check {
 	var wrong, refused, detail []string
 	for _, rule := range expected {
 		got := "(not tried)"
@@ -68,6 +80,8 @@ func seccompVerdict(observed probe.SeccompObservation, expected []seccomp.Rule, 
 	switch {
 	case observed.Mode != "2":
 		return breach(fmt.Sprintf("the command runs without a seccomp filter (Seccomp: %q)", observed.Mode), strings.Join(detail, "\n"))
+	case len(lost) > 0:
+		return breach("the filter no longer denies calls it must: "+strings.Join(lost, ", "), strings.Join(detail, "\n"))
 	case len(wrong) > 0:
 		return breach("calls the filter denies got through or got another answer: "+strings.Join(wrong, "; "), strings.Join(detail, "\n"))
 	case len(expected) == 0:

@@ -280,6 +280,33 @@ func (g *Group) MemoryKills() (kills, bound uint64) {
 	return oomKills(string(data)), g.bounds.Memory
 }
 
+// CPUMicros is the CPU time the run's processes used, in microseconds, as the kernel
+// counted it in the run's v2 cgroup (cpu.stat's usage_usec, there with or without the cpu
+// controller, on a hybrid host's unified hierarchy too): every process that was in it,
+// bwrap's included. It is the kernel's word that the run was in its cgroup at all, where
+// Mode is bwrapkit's intention. 0 when none or unreadable. Read it before End.
+func (g *Group) CPUMicros() uint64 {
+	if g == nil {
+		return 0
+	}
+	data, err := os.ReadFile(path.Join(g.unified, "cpu.stat"))
+	if err != nil {
+		return 0
+	}
+	return usageMicros(string(data))
+}
+
+// usageMicros is cpu.stat's "usage_usec N" line (pure).
+func usageMicros(stat string) uint64 {
+	for line := range strings.Lines(stat) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "usage_usec "); ok {
+			n, _ := strconv.ParseUint(rest, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
 // oomKills is the "oom_kill N" line of memory.events or memory.oom_control (pure).
 func oomKills(counters string) uint64 {
 	for line := range strings.Lines(counters) {

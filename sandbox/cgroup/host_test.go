@@ -218,3 +218,16 @@ func TestOOMKills(t *testing.T) {
 		}
 	}
 }
+
+func TestUsageMicros(t *testing.T) {
+	for stat, want := range map[string]uint64{
+		"usage_usec 6050\nuser_usec 6050\nsystem_usec 0\n":         6050,
+		"usage_usec 0\nuser_usec 0\nsystem_usec 0\nnr_periods 0\n": 0,
+		"user_usec 12\n": 0,
+		"":               0,
+	} {
+		if got := usageMicros(stat); got != want {
+			t.Errorf("usageMicros(%q) = %d, want %d", stat, got, want)
+		}
+	}
+}

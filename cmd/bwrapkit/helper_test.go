@@ -84,18 +84,7 @@ func TestLiveHelperStandsIn(t *testing.T) {
 				if c.owner != 0 && os.Geteuid() != 0 {
 					t.Skip("only root can give the helper to another user")
 				}
-				bin := filepath.Join(livetest.TempDir(t), "bin")
-				if err := os.Mkdir(bin, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				os.Chmod(filepath.Dir(bin), 0o755)
-				ownBinary, helperBinary := filepath.Join(bin, "bwrapkit"), filepath.Join(bin, helperName)
-				if err := livetest.WriteProgram(ownBinary, self, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := livetest.WriteProgram(helperBinary, helper, 0o755); err != nil {
-					t.Fatal(err)
-				}
+				bin, ownBinary, helperBinary := programPair(t, self, helper)
 				if err := os.Chmod(helperBinary, c.mode); err != nil {
 					t.Fatal(err)
 				}
@@ -245,18 +234,7 @@ func TestLiveDoctorProbeIsTheHelper(t *testing.T) {
 				if c.name == "another build" && stale == "" {
 					t.Skip("building a helper of another build needs root and a Go toolchain")
 				}
-				bin := filepath.Join(livetest.TempDir(t), "bin")
-				if err := os.Mkdir(bin, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				os.Chmod(filepath.Dir(bin), 0o755)
-				ownBinary, helperBinary := filepath.Join(bin, "bwrapkit"), filepath.Join(bin, helperName)
-				if err := livetest.WriteProgram(ownBinary, self, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := livetest.WriteProgram(helperBinary, c.helper, 0o755); err != nil {
-					t.Fatal(err)
-				}
+				_, ownBinary, helperBinary := programPair(t, self, c.helper)
 				argv := append(append([]string{}, prefix...), "env", "-i", "HOME="+home, newcomerPATH, ownBinary,
 					"doctor", "--json", "--check", "launch")
 				cmd := exec.Command(argv[0], argv[1:]...)
@@ -289,4 +267,23 @@ func TestLiveDoctorProbeIsTheHelper(t *testing.T) {
 			})
 		}
 	})
+}
+
+// programPair writes bwrapkit (self) and bwrapkit-helper (helper) into a directory of
+// their own, as make build and the release put them, both 0755 in a 0755 directory.
+func programPair(t *testing.T, self, helper []byte) (bin, ownBinary, helperBinary string) {
+	t.Helper()
+	bin = filepath.Join(livetest.TempDir(t), "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Dir(bin), 0o755)
+	ownBinary, helperBinary = filepath.Join(bin, "bwrapkit"), filepath.Join(bin, helperName)
+	if err := livetest.WriteProgram(ownBinary, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := livetest.WriteProgram(helperBinary, helper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, ownBinary, helperBinary
 }

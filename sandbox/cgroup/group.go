@@ -296,21 +296,16 @@ func (g *Group) CPUMicros() uint64 {
 	return usageMicros(string(data))
 }
 
-// usageMicros is cpu.stat's "usage_usec N" line (pure).
-func usageMicros(stat string) uint64 {
-	for line := range strings.Lines(stat) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "usage_usec "); ok {
-			n, _ := strconv.ParseUint(rest, 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
 // oomKills is the "oom_kill N" line of memory.events or memory.oom_control (pure).
-func oomKills(counters string) uint64 {
+func oomKills(counters string) uint64 { return flatKey(counters, "oom_kill") }
+
+// usageMicros is cpu.stat's "usage_usec N" line (pure).
+func usageMicros(stat string) uint64 { return flatKey(stat, "usage_usec") }
+
+// flatKey is the number on a flat-keyed cgroup file's "KEY N" line; 0 without one.
+func flatKey(counters, key string) uint64 {
 	for line := range strings.Lines(counters) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "oom_kill "); ok {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), key+" "); ok {
 			n, _ := strconv.ParseUint(rest, 10, 64)
 			return n
 		}

@@ -204,30 +204,25 @@ func TestPopulated(t *testing.T) {
 	}
 }
 
-func TestOOMKills(t *testing.T) {
-	for counters, want := range map[string]uint64{
+func TestCounters(t *testing.T) {
+	for _, tc := range []struct {
+		read     func(string) uint64
+		counters string
+		want     uint64
+	}{
 		// cgroup v2 memory.events
-		"low 0\nhigh 0\nmax 12\noom 2\noom_kill 2\noom_group_kill 0\n": 2,
+		{oomKills, "low 0\nhigh 0\nmax 12\noom 2\noom_kill 2\noom_group_kill 0\n", 2},
 		// cgroup v1 memory.oom_control: oom_kill_disable is not the count
-		"oom_kill_disable 0\nunder_oom 0\noom_kill 3\n": 3,
-		"oom_kill_disable 1\nunder_oom 0\n":             0,
-		"":                                              0,
+		{oomKills, "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n", 3},
+		{oomKills, "oom_kill_disable 1\nunder_oom 0\n", 0},
+		{oomKills, "", 0},
+		// cgroup v2 cpu.stat: user_usec is not the usage
+		{usageMicros, "usage_usec 6050\nuser_usec 6050\nsystem_usec 0\n", 6050},
+		{usageMicros, "user_usec 12\nsystem_usec 3\n", 0},
+		{usageMicros, "", 0},
 	} {
-		if got := oomKills(counters); got != want {
-			t.Errorf("oomKills(%q) = %d, want %d", counters, got, want)
-		}
-	}
-}
-
-func TestUsageMicros(t *testing.T) {
-	for stat, want := range map[string]uint64{
-		"usage_usec 6050\nuser_usec 6050\nsystem_usec 0\n":         6050,
-		"usage_usec 0\nuser_usec 0\nsystem_usec 0\nnr_periods 0\n": 0,
-		"user_usec 12\n": 0,
-		"":               0,
-	} {
-		if got := usageMicros(stat); got != want {
-			t.Errorf("usageMicros(%q) = %d, want %d", stat, got, want)
+		if got := tc.read(tc.counters); got != tc.want {
+			t.Errorf("%q: %d, want %d", tc.counters, got, tc.want)
 		}
 	}
 }

@@ -58,14 +58,7 @@ func TestHelperFits(t *testing.T) {
 // and the run still works.
 func TestLiveHelperStandsIn(t *testing.T) {
 	livetest.Bwraps(t) // skips (or fails under BWRAPKIT_TEST_REQUIRE_LIVE) without a usable bwrap
-	self, err := os.ReadFile(builtBinary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	helper, err := os.ReadFile(builtHelper)
-	if err != nil {
-		t.Fatalf("%v (make build puts bwrapkit-helper beside bwrapkit)", err)
-	}
+	self, helper := builtPrograms(t)
 	cases := []struct {
 		name       string
 		mode       os.FileMode
@@ -191,14 +184,7 @@ func TestLiveDeletedBinaryRefusesTheRun(t *testing.T) {
 // the doctor judging observations it may read otherwise.
 func TestLiveDoctorProbeIsTheHelper(t *testing.T) {
 	livetest.Bwraps(t)
-	self, err := os.ReadFile(builtBinary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	helper, err := os.ReadFile(builtHelper)
-	if err != nil {
-		t.Fatalf("%v (make build puts bwrapkit-helper beside bwrapkit)", err)
-	}
+	self, helper := builtPrograms(t)
 	// The probe's own refusal, asked directly.
 	for build, want := range map[string]int{"dev": 0, "v9.9.9-other": 2} {
 		cmd := exec.Command(builtHelper, probeCommandName, "build="+build, "noop")
@@ -286,4 +272,18 @@ func programPair(t *testing.T, self, helper []byte) (bin, ownBinary, helperBinar
 		t.Fatal(err)
 	}
 	return bin, ownBinary, helperBinary
+}
+
+// builtPrograms are the test's built bwrapkit and bwrapkit-helper.
+func builtPrograms(t *testing.T) (self, helper []byte) {
+	t.Helper()
+	self, err := os.ReadFile(builtBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper, err = os.ReadFile(builtHelper)
+	if err != nil {
+		t.Fatalf("%v (make build puts bwrapkit-helper beside bwrapkit)", err)
+	}
+	return self, helper
 }

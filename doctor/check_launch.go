@@ -67,7 +67,7 @@ func (s *session) launch(ctx context.Context) report.Check {
 		return report.Check{Status: report.StatusFail,
 			Summary: fmt.Sprintf("bwrap built the sandbox, but the self-test probe %s could not be executed inside (exit %d)", prober, code),
 			Detail:  strings.TrimSpace(res.Stderr),
-			Remedy:  "the probe is bwrapkit itself, bound read-only at its own path; run bwrapkit from a regular, executable file (not a deleted or noexec one)"}
+			Remedy:  "the probe is bwrapkit-helper beside bwrapkit, else bwrapkit itself, bound read-only at its own path; run bwrapkit from a regular, executable file (not a deleted or noexec one), with its helper beside it or none"}
 	default:
 		return report.Check{Status: report.StatusFail, Summary: fmt.Sprintf("the probe failed inside the sandbox (exit %d): %s", code, selftest.OrNothing(selftest.LastLine(res.Stderr))),
 			Detail: strings.TrimSpace(res.Stderr)}
@@ -79,7 +79,13 @@ func (s *session) launch(ctx context.Context) report.Check {
 	s.mu.Lock()
 	s.launched = selftest.Launched{Result: res.Result, Observation: observation}
 	s.mu.Unlock()
-	return report.Check{Status: report.StatusOK,
+	check := report.Check{Status: report.StatusOK,
 		Summary: fmt.Sprintf("a sandbox was built and ran a command in %v", res.Result.Duration.Round(time.Millisecond)),
 		Detail:  env.Scene.Where() + "\nthe probe: " + s.cfg.Probe.Argv[0]}
+	if s.cfg.HelperNote != "" {
+		check.Status = report.StatusWarn
+		check.Summary += ", with bwrapkit itself as the probe and keeper: bwrapkit-helper beside it is not of this build: " + s.cfg.HelperNote
+		check.Remedy = "runs start bwrapkit-helper as their keeper and network bridge: replace it with the one of this bwrapkit's build (make build and the release put both side by side), or remove it (bwrapkit is then its own helper)"
+	}
+	return check
 }

@@ -28,6 +28,10 @@ type Config struct {
 	// (sandbox.Options.Keeper; bwrapkit doctor: bwrapkit-helper beside it, else itself), so
 	// that a doctor killed mid-run leaves no sandbox behind; empty runs them unkept.
 	Keeper string
+	// HelperNote says why bwrapkit-helper, beside the bwrapkit running the doctor, was
+	// passed over as the probe and keeper (it does not serve this build: a helper left
+	// from another release): the launch check warns with it. Empty: nothing to say.
+	HelperNote string
 	// Checks limits the run to these ids and what they need; empty runs every check.
 	Checks []string
 	// TempDir is where the self-tests' directory is made; empty tries selftest.Candidates
@@ -37,7 +41,9 @@ type Config struct {
 	// LaunchBound is how long each sandbox's launch may take before it is tried once more
 	// with twice the bound; default selftest.DefaultLaunchBound (10s).
 	LaunchBound time.Duration
-	// Parallel bounds how many checks run at once; default 2*GOMAXPROCS, at least 4.
+	// Parallel bounds how many checks run at once; default 2*GOMAXPROCS, at least 4. From
+	// 4 up the launch check runs timeout-kill's and the joint run beside its own, and
+	// counts as one; below, they run after it, each in a slot of its own.
 	Parallel int
 	Now      func() time.Time
 }

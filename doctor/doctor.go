@@ -134,6 +134,9 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 		s.usernsErr.get()
 	}
 	checks := runAll(ctx, specs, cfg.Parallel)
+	// Every beside run's verdict was read or abandoned by its spec: one still going (its
+	// check gave up on it) is ended before the scene goes.
+	stop()
 	s.besideRuns.Wait()
 	s.close()
 	return s.report(checks, began, cfg.Now()), nil

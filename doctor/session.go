@@ -154,13 +154,14 @@ func (s *session) homes() []string {
 }
 
 // startBeside starts the selected self-tests that need nothing of the launch, beside
-// its run: a healthy doctor's wall time is then its longest run, not the sum of two. Only
-// when the doctor may run checks at once (Config.Parallel), and once per doctor. Each
-// runs under its own bound, as its spec would run it.
+// its run: a healthy doctor's wall time is then its longest run, not the sum of two. Once
+// per doctor, and only when Config.Parallel is 4 or more (the default): the launch check
+// then stands for its two beside runs too, which take no slot of their own. Each runs
+// under its own bound, as its spec would run it.
 func (s *session) startBeside(env *selftest.Env) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.beside != nil || s.cfg.Parallel < 2 || s.ctx == nil {
+	if s.beside != nil || s.cfg.Parallel < 4 || s.ctx == nil {
 		return
 	}
 	s.beside = map[string]*besideRun{}

@@ -1762,6 +1762,12 @@ line: group.Attach(process.SysProcAttr)
 into: _ = group
 test: ./doctor TestDoctorHealthy
 what: the doctor's limits self-test fails a run whose sandbox was not in the cgroup made for it (the kernel's count, not bwrapkit's word)
+
+file: doctor/probe/probe.go
+line: lock, unlock = inheritance.Lock, inheritance.Unlock
+into: lock, unlock = func() {}, func() {}
+test: ./doctor/probe TestLaunchingKeepsOthersOutOfAJudgedWindow
+what: no other launch of the doctor's process sweeps descriptors between the judged launch's canary arming and its bwrap's start
 TABLE
 }
 

@@ -31,7 +31,7 @@ func main() {
 		case bridge.Command:
 			os.Exit(bridge.Main(os.Args[2:], os.Stderr))
 		case probe.CommandName:
-			os.Exit(probe.Main(os.Args[2:], version, os.Stdout, os.Stderr))
+			os.Exit(probe.Main(os.Args[2:], probe.BuildID(version), os.Stdout, os.Stderr))
 		}
 	}
 	fmt.Fprintln(os.Stderr, "bwrapkit-helper: bwrapkit starts it (a run's keeper, its network bridge, the doctor's probe); it is not for direct use")

@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/bwrapkit/bwrapkit/doctor/render"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
 	"github.com/bwrapkit/bwrapkit/internal/atomicfile"
+	"github.com/bwrapkit/bwrapkit/internal/probecache"
 )
 
 type doctorOptions struct {
@@ -114,11 +117,19 @@ func runDoctor(ctx context.Context, opts *doctorOptions) error {
 	// between its clone and its uid map, forever. bwrapkit-helper beside bwrapkit where it
 	// fits, else the probe's binary, which is bwrapkit itself. The same helper is the
 	// probe, too: it starts in a third of bwrapkit's CPU, three times per doctor.
-	keeper := probe.Argv[0]
+	keeper, helperNote := probe.Argv[0], ""
 	if programs, err := findPrograms(); err == nil && programs.helper != "" {
 		keeper = programs.helper
-		if len(opts.probe.Argv) == 0 {
-			probe.Argv[0] = programs.helper
+		if len(opts.probe.Argv) == 0 && programs.helper == programs.guard {
+			// bwrapkit-helper it is: asked first whether it serves this build, since a
+			// helper left from another release would fail every self-test's probe and
+			// pass for a host that cannot sandbox. One that does not is passed over for
+			// bwrapkit itself, and the launch check warns about it.
+			if helperNote = helperServes(ctx, opts.Environ(), programs.helper, probe.Argv[2]); helperNote == "" {
+				probe.Argv[0] = programs.helper
+			} else {
+				keeper = probe.Argv[0]
+			}
 		}
 	}
 	cfg := doctor.Config{
@@ -127,6 +138,7 @@ func runDoctor(ctx context.Context, opts *doctorOptions) error {
 		Environ:     opts.Environ(),
 		Probe:       probe,
 		Keeper:      keeper,
+		HelperNote:  helperNote,
 		Checks:      opts.checks,
 		TempDir:     opts.tempDir,
 		ToolVersion: version,
@@ -173,7 +185,39 @@ func (opts *doctorOptions) probeCommand() (probe.Command, error) {
 	if err != nil {
 		return probe.Command{}, failureError{fmt.Errorf("cannot find bwrapkit's own executable for the self-tests: %w", err)}
 	}
-	return probe.Command{Argv: []string{executable, probeCommandName, "build=" + version}}, nil
+	return probe.Command{Argv: []string{executable, probeCommandName, "build=" + probe.BuildID(version)}}, nil
+}
+
+// helperServes asks helper's probe whether it serves a doctor of this build (build is
+// the probe's "build=" argument): "" when it does, else why not, in its words. The answer
+// "it does" is kept in the probe cache, keyed by the helper file's identity (a replaced
+// helper is asked again) and the build: the question costs a program start, which a
+// doctor run every minute need not pay each time. A forged entry can only skip the
+// question: a helper that then refuses fails the launch, never passes it.
+func helperServes(ctx context.Context, environ []string, helper, build string) string {
+	key := ""
+	if info, err := os.Stat(helper); err == nil {
+		key = "probe-handshake|" + probecache.Key(helper, info) + "|" + build
+	}
+	dirs := probecache.Dirs(environ)
+	if entry, ok := probecache.Load(dirs, key); ok && entry.Build == build {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, helper, probeCommandName, build, "noop")
+	cmd.Env, cmd.Stderr = []string{}, &stderr
+	err := cmd.Run()
+	if err == nil {
+		probecache.Store(dirs, key, probecache.Entry{Version: "serves", Build: build})
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return fmt.Sprintf("%s (%v)", last, err)
+	}
+	return fmt.Sprintf("%s %s: %v", helper, probeCommandName, err)
 }
 
 // argv0Executable is argv[0] as an absolute path: as given when it names a path, else

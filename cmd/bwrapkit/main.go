@@ -31,7 +31,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == probe.CommandName {
 		// The doctor's probe inside the sandbox where no bwrapkit-helper is beside bwrapkit:
 		// straight to it, with no command tree, signal handling or flag parsing to build.
-		os.Exit(probe.Main(os.Args[2:], version, os.Stdout, os.Stderr))
+		os.Exit(probe.Main(os.Args[2:], probe.BuildID(version), os.Stdout, os.Stderr))
 	}
 	if len(os.Args) > 1 && os.Args[1] == sandbox.BridgeCommand {
 		// The network bridge inside the sandbox (see netproxy): straight to it, too.

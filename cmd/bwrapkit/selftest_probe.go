@@ -18,7 +18,7 @@ func newSelftestProbeCmd(s streams) *cobra.Command {
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			if status := probe.Main(args, version, s.Out, s.Err); status != 0 {
+			if status := probe.Main(args, probe.BuildID(version), s.Out, s.Err); status != 0 {
 				return exitError{status}
 			}
 			return nil

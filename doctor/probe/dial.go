@@ -19,10 +19,12 @@ func dialTCP(address string, timeout time.Duration) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%q is not an IP address and port", address)
 	}
-	family := unix.AF_INET
-	var sockaddr unix.Sockaddr = &unix.SockaddrInet4{Port: int(addrPort.Port()), Addr: addrPort.Addr().Unmap().As4()}
-	if addr := addrPort.Addr(); addr.Is6() && !addr.Is4In6() {
-		family, sockaddr = unix.AF_INET6, &unix.SockaddrInet6{Port: int(addrPort.Port()), Addr: addr.As16()}
+	family, port := unix.AF_INET6, int(addrPort.Port())
+	var sockaddr unix.Sockaddr
+	if addr := addrPort.Addr().Unmap(); addr.Is4() {
+		family, sockaddr = unix.AF_INET, &unix.SockaddrInet4{Port: port, Addr: addr.As4()}
+	} else {
+		sockaddr = &unix.SockaddrInet6{Port: port, Addr: addr.As16()}
 	}
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.IPPROTO_TCP)
 	if err != nil {
@@ -41,7 +43,10 @@ func connect(fd int, sockaddr unix.Sockaddr, deadline time.Time) error {
 	for errors.Is(err, unix.EINTR) {
 		err = unix.Connect(fd, sockaddr)
 	}
-	if !errors.Is(err, unix.EINPROGRESS) && !errors.Is(err, unix.EALREADY) {
+	switch {
+	case errors.Is(err, unix.EISCONN):
+		return nil // a connect interrupted after it went through
+	case !errors.Is(err, unix.EINPROGRESS) && !errors.Is(err, unix.EALREADY):
 		return err // nil: connected at once
 	}
 	for {

@@ -1,12 +1,17 @@
 package probe
 
 import (
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestNetAllowWithFileOps: the net-allow probe does the file operations it is given (the
@@ -70,5 +75,34 @@ func TestGetReadsWhatServersSend(t *testing.T) {
 	}
 	if got := get(proxy, "https://allowed.invalid/"); got.Error == "" {
 		t.Errorf("an https URL: %+v, want an error", got)
+	}
+}
+
+// TestDialTCP: the probe's dialer connects to IPv4 and IPv6 loopback listeners, and says
+// a refused connection is one; an address that is no IP and port is an error, not a panic.
+func TestDialTCP(t *testing.T) {
+	for _, network := range []string{"tcp4", "tcp6"} {
+		listener, err := net.Listen(network, map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network])
+		if err != nil {
+			t.Logf("%s: no loopback listener here: %v", network, err)
+			continue
+		}
+		address := listener.Addr().String()
+		conn, err := dialTCP(address, 2*time.Second)
+		if err != nil {
+			t.Errorf("%s: %v", address, err)
+		} else {
+			conn.Close()
+		}
+		listener.Close()
+		if conn, err := dialTCP(address, 2*time.Second); err == nil || !errors.Is(err, unix.ECONNREFUSED) {
+			t.Errorf("%s closed: %v, want connection refused", address, err)
+			if conn != nil {
+				conn.Close()
+			}
+		}
+	}
+	if _, err := dialTCP("localhost:80", time.Second); err == nil {
+		t.Errorf("a host name: no error")
 	}
 }

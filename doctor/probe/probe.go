@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,8 +25,38 @@ const holdBound = 60 * time.Second
 // CommandName is the argument that makes bwrapkit, or bwrapkit-helper, the probe.
 const CommandName = "__selftest-probe"
 
+// BuildID is a program's build as the probe's handshake names it: version (what make
+// and the release stamp) and, where the toolchain recorded them, the module version (go
+// install of a tag) and the commit built with whether the tree had changes, so that two
+// unstamped builds ("dev") of different releases or commits do not pass for one.
+func BuildID(version string) string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version
+	}
+	if module := info.Main.Version; module != "" && module != "(devel)" && module != version {
+		version += "@" + module // go install of a tagged module: its version, stamped or not
+	}
+	var revision, modified string
+	for _, setting := range info.Settings {
+		switch setting.Key {
+		case "vcs.revision":
+			revision = setting.Value
+		case "vcs.modified":
+			modified = setting.Value
+		}
+	}
+	if revision == "" {
+		return version
+	}
+	if modified == "true" {
+		revision += "-modified"
+	}
+	return version + "+" + revision
+}
+
 // Main is the probe's entry in bwrapkit and bwrapkit-helper: args are those after
-// CommandName, build the program's own version. The doctor passes "build=" and its
+// CommandName, build the program's own BuildID. The doctor passes "build=" and its
 // version first, and a probe of another build refuses (exit 2) rather than report
 // observations the doctor may read otherwise: a bwrapkit-helper left from another release
 // beside an upgraded bwrapkit.

@@ -174,6 +174,9 @@ func (e *Env) runOnce(ctx context.Context, policy sandbox.Policy, run ProbeRun, 
 	var result sandbox.Result
 	var err error
 	probe.Launching(run.judged, func(started func()) {
+		if err = ctx.Err(); err != nil {
+			return // given up while another launch held the lock: nothing starts
+		}
 		if run.arm != nil {
 			run.arm()
 		}

@@ -56,6 +56,11 @@ func (s *session) launch(ctx context.Context) report.Check {
 		return report.Check{Status: report.StatusFail, Summary: "the launch could not be tried: " + err.Error(),
 			Remedy: "the self-tests make their directory under ~/.cache/bwrapkit/selftest ($XDG_CACHE_HOME), else in $TMPDIR, /var/tmp or /tmp: " +
 				"make one of them writable (and not full), e.g. TMPDIR=/var/tmp bwrapkit doctor"}
+	case err != nil && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded):
+		// The check's own bound passed mid-run: bwrap reported its child (else the launch
+		// bound would have said so), and the probe did not finish.
+		return report.Check{Status: report.StatusFail, Summary: fmt.Sprintf("the launch did not finish within %v: the sandbox was built, and the probe inside hung or the host is too loaded to finish it", launchCheckTimeout),
+			Remedy: "run the doctor again on a quieter host; if it hangs again, see whether `bwrapkit run -- true` finishes, and report `bwrapkit doctor -v` with the output"}
 	case err != nil:
 		return report.Check{Status: report.StatusFail, Summary: "the launch could not be tried: " + err.Error(),
 			Remedy: "this is bwrapkit's own failure, not the host's; run `bwrapkit doctor -v` and report it with the output"}

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/remedy"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
 	"github.com/bwrapkit/bwrapkit/locate"
@@ -286,5 +288,23 @@ func TestConcurrentDoctorsKeepTheirCanariesApart(t *testing.T) {
 				t.Errorf("round %d: %s", round, msg)
 			}
 		}
+	}
+}
+
+// TestLaunchThatHangsSaysSo: a probe that never finishes (here a shell that sleeps) is
+// reported as a launch that did not finish, with what to try, not as bwrapkit's own failure.
+func TestLaunchThatHangsSaysSo(t *testing.T) {
+	cfg := liveConfig(t, systemBwrap(t))
+	cfg.Probe = probe.Command{Argv: []string{"/bin/sh", "-c", "sleep 30"}}
+	cfg.Checks = []string{"launch"}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	got, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	launch := checkByID(t, got, "launch")
+	if launch.Status != report.StatusFail || !strings.Contains(launch.Summary, "did not finish") || !strings.Contains(launch.Remedy, "quieter host") {
+		t.Errorf("launch: %s %q (remedy %q)", launch.Status, launch.Summary, launch.Remedy)
 	}
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -42,6 +43,13 @@ func (policy *Policy) protectGit(env []string, indexes *gitmeta.Indexes) error {
 		return err
 	}
 	if policy.Git == GitCommit {
+		// The audit after the run reads the top .git as a directory: one that is a
+		// gitfile (git init --separate-git-dir; a linked worktree's is refused above,
+		// naming its main worktree) would leave it nothing to read, and a nested
+		// repository the command planted would stay.
+		if info, err := os.Lstat(filepath.Join(policy.Workdir, ".git")); err == nil && !info.IsDir() {
+			return &PolicyError{"git", "commit", "this workdir's .git is not a directory (a gitfile, as git init --separate-git-dir makes, or a link), so its repository lives elsewhere; commit mode needs the .git directory in the workdir: run with --git readonly, or from a checkout whose .git is a directory"}
+		}
 		policy.Env = append(policy.Env, gitmeta.IdentityEnv(env)...)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
@@ -42,5 +43,17 @@ func TestCommitModeProtectsNestedRepositories(t *testing.T) {
 		if got := slices.Contains(policy.Protect, nested); got != want {
 			t.Errorf("--git %s protects %s: %v, want %v", git, nested, got, want)
 		}
+	}
+}
+
+// TestCommitModeRefusesAGitfileTop: a workdir whose .git is a gitfile (git init
+// --separate-git-dir) has its repository elsewhere; the audit after a commit-mode run reads
+// the top .git as a directory, so commit mode is refused there, with what to do.
+func TestCommitModeRefusesAGitfileTop(t *testing.T) {
+	workdir, gitdir := livetest.TempDir(t), livetest.TempDir(t)
+	os.WriteFile(filepath.Join(workdir, ".git"), []byte("gitdir: "+gitdir+"\n"), 0o644)
+	_, err := NewPolicy(Request{Workdir: workdir, Git: "commit", WorkdirMode: string(WorkdirDirect)}, nil)
+	if err == nil || !strings.Contains(err.Error(), "not a directory") || !strings.Contains(err.Error(), "--git readonly") {
+		t.Fatalf("commit mode with a gitfile top: %v", err)
 	}
 }

@@ -1728,8 +1728,8 @@ test: ./sandbox/gitmeta TestAuditSeesWhatRunsEditedInPlace
 what: commit mode's audit sees a nested repository's config armed in place where no bind kept it read-only
 
 file: sandbox/gitmeta/commit.go
-line: digestFile(digest, filepath.Join(dir, "hooks", hook.Name()))
-into: _ = hook
+line: digestFile(digest, filepath.Join(dir, sub, file.Name()))
+into: _ = file
 test: ./sandbox/gitmeta TestAuditSeesWhatRunsEditedInPlace
 what: commit mode's audit sees a hook of an unbound nested repository edited in place
 
@@ -1768,6 +1768,42 @@ line: lock, unlock = inheritance.Lock, inheritance.Unlock
 into: lock, unlock = func() {}, func() {}
 test: ./doctor/probe TestLaunchingKeepsOthersOutOfAJudgedWindow
 what: no other launch of the doctor's process sweeps descriptors between the judged launch's canary arming and its bwrap's start
+
+file: sandbox/gitmeta/commit.go
+line: fmt.Fprintf(digest, "HEAD valid %v\x00", err == nil && validHead(string(head)))
+into: _, _ = head, err
+test: ./sandbox/gitmeta TestAuditSeesWhatRunsEditedInPlace
+what: commit mode's audit sees an unbound nested repository's HEAD broken (git would take its work tree for a planted bare repository)
+
+file: sandbox/gitmeta/commit.go
+line: digestFile(digest, filepath.Join(dir, name))
+into: _ = name
+test: ./sandbox/gitmeta TestAuditSeesWhatRunsEditedInPlace
+what: commit mode's audit sees a file made beside an unbound nested repository's config (an include target)
+
+file: sandbox/gitmeta/commit.go
+line: target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\r\n"), "gitdir: ")
+into: target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+test: ./sandbox/gitmeta TestAuditSeesWhatRunsEditedInPlace
+what: commit mode's audit reads a gitfile as git does (a trailing blank is part of the path)
+
+file: sandbox/git.go
+line: if info, err := os.Lstat(filepath.Join(policy.Workdir, ".git")); err == nil && !info.IsDir() {
+into: if info, err := os.Lstat(filepath.Join(policy.Workdir, ".git")); err == nil && info == nil {
+test: ./sandbox TestCommitModeRefusesAGitfileTop
+what: commit mode is refused where the top .git is a gitfile, which the audit cannot read
+
+file: sandbox/gitmeta/commit.go
+line: planted = append(planted, filepath.Join(dir, "HEAD"))
+into: _ = dir
+test: ./sandbox/gitmeta TestAuditTakesHEADFromAPlantedBareRepository
+what: commit mode's audit takes the HEAD away from a bare repository planted in the work tree (git's fallback when the .git it meant is spoilt)
+
+file: sandbox/gitmeta/commit.go
+line: for _, path := range topEntries(top) {
+into: for _, path := range []string(nil) {
+test: ./cmd/bwrapkit TestAttackCommitModeCannotFillAnInclude
+what: commit mode's audit moves aside a file made in the top .git that its config includes
 TABLE
 }
 

@@ -251,3 +251,59 @@ func TestAttackCommitModeUnboundRepositoriesCannotBeArmed(t *testing.T) {
 		t.Fatalf("the host's git ran the command's code")
 	}
 }
+
+// TestAttackCommitModeCannotMakeTheTopABareRepository: a commit-mode command spoils the
+// top .git's HEAD, so that git no longer takes .git for the repository and looks at the
+// work tree itself, where it planted a bare repository's HEAD, objects/, refs/ and a
+// config with a fsmonitor. The audit takes the planted HEAD away and says the top's is
+// broken; the host's git status at the top runs nothing of the command's.
+func TestAttackCommitModeCannotMakeTheTopABareRepository(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	environ, _ := attackEnv(t, bwrap)
+	pwned := filepath.Join(livetest.TempDir(t), "pwned")
+	script := strings.Join([]string{
+		`printf 'garbage\n' > .git/HEAD`,
+		`mkdir -p objects refs`,
+		`printf 'ref: refs/heads/master\n' > HEAD`,
+		`printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = touch ` + pwned + `\n' > config`,
+	}, " && ")
+	got := binaryRun(t, environ, "run", "--git", "commit", "--workdir-mode", "direct", "--workdir", repo, "--", "sh", "-c", script)
+	if !strings.Contains(got.stderr, filepath.Join(repo, "HEAD")+" -> ") || !strings.Contains(got.stderr, "HEAD is no longer one git accepts") {
+		t.Errorf("the planted HEAD was not taken away, or the broken one not said: status %d %q", got.status, got.stderr)
+	}
+	for _, args := range [][]string{{"status"}, {"diff"}} {
+		out, err := hostGit(repo, args...).CombinedOutput()
+		t.Logf("host git %v: %v %s", args, err, out)
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatalf("the host's git ran the command's code")
+	}
+}
+
+// TestAttackCommitModeCannotFillAnInclude: the top repository's config includes a file
+// beside it that does not exist (include.path = config.local); a commit-mode command,
+// which may write .git, makes it with a fsmonitor. The audit moves it aside, and the
+// host's git status runs nothing of the command's.
+func TestAttackCommitModeCannotFillAnInclude(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	if out, err := hostGit(repo, "config", "include.path", "config.local").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	environ, _ := attackEnv(t, bwrap)
+	pwned := filepath.Join(livetest.TempDir(t), "pwned")
+	script := `printf '[core]\n\tfsmonitor = touch ` + pwned + `\n' > .git/config.local && ` + gitIdentity + ` commit -q --allow-empty -m inside`
+	got := binaryRun(t, environ, "run", "--git", "commit", "--workdir-mode", "direct", "--workdir", repo, "--", "sh", "-c", script)
+	if got.status != 0 || !strings.Contains(got.stderr, filepath.Join(repo, ".git", "config.local")+" -> ") {
+		t.Errorf("the include the command made was not moved aside: status %d %q", got.status, got.stderr)
+	}
+	out, err := hostGit(repo, "status").CombinedOutput()
+	t.Logf("host git status: %v %s", err, out)
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatalf("the host's git ran the command's code")
+	}
+	if log, _ := hostGit(repo, "log", "--format=%s", "-1").Output(); string(log) != "inside\n" {
+		t.Errorf("the commit made inside: %q", log)
+	}
+}

@@ -143,9 +143,19 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 			planted = append(planted, path)
 		}
 	}
+	// Anything else made or changed directly in the top .git but what commits write: a
+	// config's include.path may name a file there that did not exist, and git reads it.
+	for _, path := range topEntries(top) {
+		if slices.Contains(protect, top) || slices.Contains(protect, path) || slices.Contains(planted, path) {
+			continue // a top .git read-only whole (a gitfile's, a test's) had nothing made in it
+		}
+		if state, ok := stateOf(path); !ok || before[path] != state {
+			planted = append(planted, path)
+		}
+	}
 	// A directory the command left unreadable could hide one: it is opened to its owner
 	// for the look (and closed again after), and one that stays unreadable is said.
-	found, hidden, relock := gitEntriesBelow(workdir, true)
+	found, hidden, bare, relock := gitEntriesBelow(workdir, true)
 	defer relock()
 	var subs []string
 	for _, path := range found {
@@ -170,6 +180,15 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 			planted = append(planted, sub)
 		}
 	}
+	// A directory git would take for a bare repository (HEAD beside objects/ and refs/,
+	// or a commondir) that was not there before, or was and changed, loses its HEAD: git
+	// enters it when a .git it meant is broken (a HEAD the command spoilt makes the work
+	// tree itself the repository git finds) or when run in it.
+	for _, dir := range bare {
+		if state, ok := stateOf(dir); !ok || before[dir] != state {
+			planted = append(planted, filepath.Join(dir, "HEAD"))
+		}
+	}
 	// Each is moved aside, or said: one that cannot be must not keep the rest in place
 	// (a symlinked first one once left a later planted .git for the host's git status).
 	var moved []string
@@ -192,6 +211,9 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 	if indexErr != nil {
 		problems = append(problems, fmt.Errorf("after the run, .git/index cannot be read to check for added submodules (%v); every .git below the top that was not read-only during the run was moved aside", indexErr))
 	}
+	if head, err := safefile.ReadFile(filepath.Join(top, "HEAD"), maxGitFile); err != nil || !validHead(string(head)) {
+		problems = append(problems, fmt.Errorf("%s/HEAD is no longer one git accepts, so git does not take %s for the repository (and looks for one elsewhere); restore it (e.g. ref: refs/heads/main) before running git here", top, top))
+	}
 	for _, dir := range hidden {
 		problems = append(problems, fmt.Errorf("%s cannot be read, and may hold a repository the command planted; look inside before running git here", dir))
 	}
@@ -211,11 +233,18 @@ type repositoryState struct {
 	runs  uint64
 }
 
-// RepositoriesBelow is every entry named .git below workdir but the top one.
+// RepositoriesBelow is every entry named .git below workdir but the top one, every
+// directory git would take for a bare repository, and the top .git's own entries but
+// what commits write (topEntries).
 func RepositoriesBelow(workdir string) Repositories {
 	found := Repositories{}
-	paths, _, _ := gitEntriesBelow(workdir, false)
-	for _, path := range paths {
+	for _, path := range topEntries(filepath.Join(workdir, ".git")) {
+		if state, ok := stateOf(path); ok {
+			found[path] = state
+		}
+	}
+	paths, _, bare, _ := gitEntriesBelow(workdir, false)
+	for _, path := range append(paths, bare...) {
 		if state, ok := stateOf(path); ok {
 			found[path] = state
 		}
@@ -248,17 +277,20 @@ func identity(path string) ([4]uint64, bool) {
 }
 
 // runsByDigest digests, for the git directory a .git entry leads to (itself, the gitdir
-// a gitfile names, or where a symlink leads), each file a host git entering it would run
-// a program by: the config and config.worktree, the commondir file and the common
-// directory's own, and the hooks directory with each hook in it (a sample never runs, and
-// renaming one to run changes the directory). Each as it is and as it resolves: device,
-// inode, change time, size and mode, or that it is missing. A repository the run could
-// not bind read-only (NestedRepositories: a symlinked .git, those past maxNested, a
-// gitdir outside the project) was armed in place without changing its .git entry; the
-// index, objects and refs a commit writes are not digested, so a commit is no change.
+// a gitfile names, or where a symlink leads), and for its common directory, everything in
+// it a host git could be led to run a program by: every entry but what commits, fetches
+// and gc write there (commitWritten), each as it is and as it resolves (device, inode,
+// change time, size and mode, or that it is missing), and each file in hooks/ and info/
+// (samples too: a config may name one, and renaming one makes it run). The config, a hook
+// and any file the config includes from there are thus seen edited in place or made; the
+// index, objects and refs a commit writes are not, so a commit is no change. HEAD is
+// digested only as valid or not: a command that breaks it makes git take the repository's
+// work tree for a bare repository it could have planted there. A repository the run
+// could not bind read-only (NestedRepositories: a symlinked .git, those past maxNested, a
+// gitdir outside the project) was armed in place without changing its .git entry.
 func runsByDigest(entry string) uint64 {
 	digest := fnv.New64a()
-	dir := gitDirOf(entry)
+	dir := gitDirOf(digest, entry)
 	fmt.Fprintf(digest, "%s\x00", dir)
 	if dir == "" {
 		return digest.Sum64()
@@ -271,8 +303,43 @@ func runsByDigest(entry string) uint64 {
 	return digest.Sum64()
 }
 
-// gitDirOf is the git directory a .git entry leads a host git to, resolved, or "".
-func gitDirOf(entry string) string {
+// topEntries are the entries directly in the top .git directory that a commit-mode run
+// does not write: neither commitWritten, nor a lock, nor worktrees/ (whose redirects are
+// kept read-only, and a worktree added during the run brings a .git of its own, which the
+// walk finds), nor lfs/ (git-lfs's object store).
+func topEntries(top string) []string {
+	entries, err := os.ReadDir(top)
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, entry := range entries {
+		name := entry.Name()
+		if commitWritten[name] || strings.HasSuffix(name, ".lock") || name == "worktrees" || name == "lfs" {
+			continue
+		}
+		paths = append(paths, filepath.Join(top, name))
+	}
+	return paths
+}
+
+// commitWritten are the entries of a git directory that commits, merges, checkouts,
+// fetches and gc write (with every *.lock): what the command may do in commit mode.
+var commitWritten = map[string]bool{
+	"index": true, "HEAD": true, "ORIG_HEAD": true, "FETCH_HEAD": true, "MERGE_HEAD": true,
+	"CHERRY_PICK_HEAD": true, "REVERT_HEAD": true, "AUTO_MERGE": true, "REBASE_HEAD": true,
+	"COMMIT_EDITMSG": true, "MERGE_MSG": true, "MERGE_MODE": true, "MERGE_RR": true,
+	"SQUASH_MSG": true, "TAG_EDITMSG": true, "packed-refs": true, "shallow": true,
+	"gc.pid": true, "gc.log": true, "objects": true, "refs": true, "logs": true,
+	"rr-cache": true, "rebase-merge": true, "rebase-apply": true, "sequencer": true,
+	"BISECT_LOG": true, "BISECT_START": true, "BISECT_TERMS": true, "BISECT_NAMES": true,
+	"BISECT_EXPECTED_REV": true, "BISECT_ANCESTORS_OK": true, "BISECT_RUN": true,
+}
+
+// gitDirOf is the git directory a .git entry leads a host git to, resolved, or "". A
+// gitfile it passes through is digested too (its identity and content): a symlinked .git
+// that leads to a gitfile the command rewrote changes nothing of the entry's own.
+func gitDirOf(digest hash.Hash64, entry string) string {
 	real, err := filepath.EvalSymlinks(entry)
 	if err != nil {
 		return ""
@@ -284,43 +351,80 @@ func gitDirOf(entry string) string {
 	case info.IsDir():
 		return real
 	case info.Mode().IsRegular():
+		digestFile(digest, real)
 		target := gitfileGitdir(real)
+		fmt.Fprintf(digest, "gitdir %q\x00", target)
 		if target == "" {
 			return ""
 		}
 		if !filepath.IsAbs(target) {
-			// Relative to the entry's directory: git reads a gitfile by the name it found.
-			target = filepath.Join(filepath.Dir(entry), target)
+			// Relative to the entry's directory, as git reads a gitfile by the name it
+			// found, and resolved on disk part by part as git does: filepath.Join would
+			// take "x/.." away by its text, where x may be a symlink.
+			target = filepath.Dir(entry) + "/" + target
 		}
 		if resolved, err := filepath.EvalSymlinks(target); err == nil {
 			return resolved
 		}
-		return filepath.Clean(target)
+		return target
 	}
 	return ""
 }
 
-// gitfileGitdir is the gitdir a gitfile names, as written.
+// gitfileGitdir is the gitdir a gitfile names, read as git's read_gitfile_gently reads
+// it: "gitdir: " exactly, and only the line ends taken off the end (a trailing blank is
+// part of the path); "" for anything else.
 func gitfileGitdir(gitfile string) string {
 	data, err := safefile.ReadFile(gitfile, maxGitFile)
 	if err != nil {
 		return ""
 	}
-	target, _ := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
-	return strings.TrimSpace(target)
+	target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\r\n"), "gitdir: ")
+	if !ok || strings.ContainsRune(target, 0) {
+		return ""
+	}
+	return target
 }
 
-// digestGitDir adds what dir holds that a host git runs a program by (runsByDigest).
+// digestGitDir adds what dir holds that a host git could run a program by (runsByDigest).
 func digestGitDir(digest hash.Hash64, dir string) {
-	for _, name := range []string{"config", "config.worktree", "commondir", "hooks"} {
+	entries, _ := os.ReadDir(dir)
+	for _, entry := range entries {
+		name := entry.Name()
+		if commitWritten[name] || strings.HasSuffix(name, ".lock") {
+			continue
+		}
 		digestFile(digest, filepath.Join(dir, name))
 	}
-	hooks, _ := os.ReadDir(filepath.Join(dir, "hooks"))
-	for _, hook := range hooks {
-		if !strings.HasSuffix(hook.Name(), ".sample") {
-			digestFile(digest, filepath.Join(dir, "hooks", hook.Name()))
+	for _, always := range []string{"config", "hooks"} {
+		digestFile(digest, filepath.Join(dir, always)) // missing ones too
+	}
+	for _, sub := range []string{"hooks", "info"} {
+		files, _ := os.ReadDir(filepath.Join(dir, sub))
+		for _, file := range files {
+			digestFile(digest, filepath.Join(dir, sub, file.Name()))
 		}
 	}
+	head, err := safefile.ReadFile(filepath.Join(dir, "HEAD"), maxGitFile)
+	fmt.Fprintf(digest, "HEAD valid %v\x00", err == nil && validHead(string(head)))
+}
+
+// validHead: HEAD's content is one git accepts (validate_headref): a symbolic ref into
+// refs/, or an object name.
+func validHead(head string) bool {
+	head = strings.TrimRight(head, "\n")
+	if ref, ok := strings.CutPrefix(head, "ref:"); ok {
+		return strings.HasPrefix(strings.TrimLeft(ref, " \t"), "refs/")
+	}
+	if len(head) != 40 && len(head) != 64 {
+		return false
+	}
+	for _, c := range head {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
 }
 
 // digestFile adds path's device, inode, change time, size and mode, as it is and as it
@@ -341,6 +445,25 @@ func digestFile(digest hash.Hash64, path string) {
 	}
 }
 
+// bareShaped: a directory listing git would take for a repository's own (is_git_directory):
+// HEAD beside objects/ and refs/, or beside a commondir that supplies them.
+func bareShaped(entries []fs.DirEntry) bool {
+	var head, objects, refs, common bool
+	for _, entry := range entries {
+		switch entry.Name() {
+		case "HEAD":
+			head = entry.Type().IsRegular() || entry.Type()&fs.ModeSymlink != 0
+		case "objects":
+			objects = entry.IsDir()
+		case "refs":
+			refs = entry.IsDir()
+		case "commondir":
+			common = entry.Type().IsRegular()
+		}
+	}
+	return head && (objects && refs || common)
+}
+
 // maxNested bounds how many nested repositories a commit-mode run protects: each is a
 // bind, and bwrap takes at most 9,000 arguments (2,700 nested repositories exceeded them).
 const maxNested = 256
@@ -354,7 +477,7 @@ const maxNested = 256
 // over: the command, which runs as the caller, cannot read it either.
 func NestedRepositories(workdir string) []string {
 	top := filepath.Join(workdir, ".git")
-	paths, _, _ := gitEntriesBelow(workdir, false)
+	paths, _, _, _ := gitEntriesBelow(workdir, false)
 	var nested []string
 	for _, path := range paths {
 		info, err := os.Lstat(path)
@@ -383,10 +506,11 @@ func NestedRepositories(workdir string) []string {
 }
 
 // gitEntriesBelow is every entry named .git below workdir but the top one, not looking
-// inside any (nor following a symlink), and the directories it could not read. With
+// inside any (nor following a symlink), the directories it could not read, and those,
+// workdir included, that git would take for a bare repository (bareShaped). With
 // unlock it first opens such a directory to its owner (read and search) and lists it
 // only if it stays unreadable; relock puts back the modes it changed.
-func gitEntriesBelow(workdir string, unlock bool) (found, unreadable []string, relock func()) {
+func gitEntriesBelow(workdir string, unlock bool) (found, unreadable, bare []string, relock func()) {
 	top := filepath.Join(workdir, ".git")
 	var opened []string
 	var modes []fs.FileMode
@@ -406,6 +530,9 @@ func gitEntriesBelow(workdir string, unlock bool) (found, unreadable []string, r
 		if err != nil {
 			unreadable = append(unreadable, dir)
 		}
+		if bareShaped(entries) {
+			bare = append(bare, dir)
+		}
 		for _, entry := range entries {
 			path := filepath.Join(dir, entry.Name())
 			switch {
@@ -419,7 +546,7 @@ func gitEntriesBelow(workdir string, unlock bool) (found, unreadable []string, r
 		}
 	}
 	walk(workdir)
-	return found, unreadable, func() {
+	return found, unreadable, bare, func() {
 		for i := len(opened) - 1; i >= 0; i-- {
 			_ = os.Chmod(opened[i], modes[i])
 		}

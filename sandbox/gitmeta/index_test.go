@@ -510,7 +510,7 @@ func TestAuditMovesAsideARepositoryTheRunMade(t *testing.T) {
 	gitIn(t, filepath.Join(workdir, "vendor", "x"))("init", "-q")
 	before := RepositoriesBelow(workdir)
 	protect := append([]string{filepath.Join(workdir, ".git")}, NestedRepositories(workdir)...)
-	if len(before) != 1 || len(protect) != 2 {
+	if _, ok := before[filepath.Join(workdir, "vendor", "x", ".git")]; !ok || len(protect) != 2 {
 		t.Fatalf("repositories before: %v, protected %v", before, protect)
 	}
 	for _, sub := range []string{"z", "locked/deep"} {
@@ -539,6 +539,7 @@ func TestAuditMovesAsideARepositoryTheRunMade(t *testing.T) {
 func TestNestedRepositoriesLeaveLinksAndCrowdsToTheInventory(t *testing.T) {
 	workdir := t.TempDir()
 	os.MkdirAll(filepath.Join(workdir, ".git"), 0o755)
+	os.WriteFile(filepath.Join(workdir, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	os.MkdirAll(filepath.Join(workdir, "real.git"), 0o755)
 	os.MkdirAll(filepath.Join(workdir, "linked"), 0o755)
 	os.Symlink("../real.git", filepath.Join(workdir, "linked", ".git"))
@@ -630,6 +631,7 @@ func TestAuditSeesWhatRunsEditedInPlace(t *testing.T) {
 			file.Close()
 		}
 	}
+	var g0 string // a path three levels below the workdir of the case running
 	for _, tc := range []struct {
 		name  string
 		entry string // below the workdir
@@ -642,7 +644,24 @@ func TestAuditSeesWhatRunsEditedInPlace(t *testing.T) {
 			os.Rename(filepath.Join(g, "hooks", "post-checkout.sample"), filepath.Join(g, "hooks", "post-checkout"))
 		}, true},
 		{"config.worktree made", "plain/.git", func(g string) { os.WriteFile(filepath.Join(g, "config.worktree"), []byte("[core]\n"), 0o644) }, true},
-		{"sample edited in place", "plain/.git", func(g string) { appendTo(filepath.Join(g, "hooks", "post-checkout.sample"))("") }, false},
+		// A config may name a sample (core.fsmonitor = .git/hooks/fsmonitor-watchman.sample).
+		{"sample edited in place", "plain/.git", func(g string) { appendTo(filepath.Join(g, "hooks", "post-checkout.sample"))("") }, true},
+		// A config's include.path = config.local, missing before the run.
+		{"an include made beside the config", "plain/.git", func(g string) { os.WriteFile(filepath.Join(g, "config.local"), []byte("[core]\n"), 0o644) }, true},
+		// Broken, git no longer takes .git for a repository, and looks at the work tree
+		// itself for a bare one the command could plant.
+		{"HEAD broken", "plain/.git", func(g string) { os.WriteFile(filepath.Join(g, "HEAD"), []byte("garbage\n"), 0o644) }, true},
+		{"HEAD moved to another branch", "plain/.git", func(g string) { os.WriteFile(filepath.Join(g, "HEAD"), []byte("ref: refs/heads/topic\n"), 0o644) }, false},
+		// A symlinked .git leading to a gitfile: a trailing blank names another gitdir to
+		// git, which reads the path up to the line end only.
+		{"gitfile behind a symlink given a trailing blank", "viafile/.git", func(string) {
+			os.WriteFile(filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(g0))), "gitfiles", "lib"), []byte("gitdir: ../store/wt.git \n"), 0o644)
+		}, true},
+		// A gitfile that names its gitdir with a trailing blank (there before the run):
+		// git opens "store/blank.git ", which the command makes, armed.
+		{"a gitdir named with a trailing blank made", "blank/.git", func(string) {
+			makeGitDir(filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(g0))), "store", "blank.git "))
+		}, true},
 		{"a commit's writes", "plain/.git", func(g string) {
 			os.WriteFile(filepath.Join(g, "objects", "x"), []byte("blob"), 0o444)
 			os.WriteFile(filepath.Join(g, "index.lock"), []byte("DIRC"), 0o644)
@@ -666,12 +685,22 @@ func TestAuditSeesWhatRunsEditedInPlace(t *testing.T) {
 			makeGitDir(filepath.Join(workdir, "store", "main.git"))
 			makeGitDir(filepath.Join(workdir, "common", ".git"))
 			os.WriteFile(filepath.Join(workdir, "common", ".git", "commondir"), []byte("../../store/main.git\n"), 0o644)
+			os.MkdirAll(filepath.Join(workdir, "gitfiles"), 0o755)
+			os.WriteFile(filepath.Join(workdir, "gitfiles", "lib"), []byte("gitdir: ../store/wt.git\n"), 0o644)
+			os.MkdirAll(filepath.Join(workdir, "viafile"), 0o755)
+			os.Symlink("../gitfiles/lib", filepath.Join(workdir, "viafile", ".git"))
+			makeGitDir(filepath.Join(workdir, "store", "blank.git"))
+			os.MkdirAll(filepath.Join(workdir, "blank"), 0o755)
+			os.WriteFile(filepath.Join(workdir, "blank", ".git"), []byte("gitdir: ../store/blank.git \n"), 0o644)
+			g0 = filepath.Join(workdir, "plain", ".git", "x")
 			before := RepositoriesBelow(workdir)
 			gitdir := map[string]string{
-				"plain/.git":  filepath.Join(workdir, "plain", ".git"),
-				"linked/.git": filepath.Join(workdir, "store", "linked.git"),
-				"wt/.git":     filepath.Join(workdir, "store", "wt.git"),
-				"common/.git": filepath.Join(workdir, "common", ".git"),
+				"plain/.git":   filepath.Join(workdir, "plain", ".git"),
+				"linked/.git":  filepath.Join(workdir, "store", "linked.git"),
+				"wt/.git":      filepath.Join(workdir, "store", "wt.git"),
+				"common/.git":  filepath.Join(workdir, "common", ".git"),
+				"viafile/.git": filepath.Join(workdir, "store", "wt.git"),
+				"blank/.git":   filepath.Join(workdir, "store", "blank.git"),
 			}[tc.entry]
 			time.Sleep(10 * time.Millisecond) // a change time the file system tells apart
 			tc.act(gitdir)
@@ -684,9 +713,55 @@ func TestAuditSeesWhatRunsEditedInPlace(t *testing.T) {
 			if got != tc.moved {
 				t.Errorf("%s moved aside: %v, want %v (moved: %v)", tc.entry, got, tc.moved, moved)
 			}
-			if len(moved) > 1 || len(moved) == 1 && !got {
-				t.Errorf("others moved too: %v", moved)
+			for _, m := range moved {
+				// Another entry that leads to the same git directory goes too (the
+				// gitfile and the symlink to a gitfile both name store/wt.git).
+				sameGitdir := tc.entry == "wt/.git" && strings.HasPrefix(m, filepath.Join(workdir, "viafile", ".git")+" -> ")
+				// The git directories under store/ are bare repositories to git run in
+				// them, so the one armed loses its HEAD as well.
+				armedBare := strings.HasPrefix(m, filepath.Join(workdir, "store")+"/") && strings.Contains(m, "/HEAD -> ")
+				if !strings.HasPrefix(m, entry+" -> ") && !sameGitdir && !armedBare {
+					t.Errorf("others moved too: %v", moved)
+				}
 			}
 		})
+	}
+}
+
+// TestAuditTakesHEADFromAPlantedBareRepository: a command that spoils the top .git's
+// HEAD makes git take the work tree itself for a bare repository, which the command
+// planted beside it (HEAD, objects/, refs/, a config with a fsmonitor); in a nested
+// repository's work tree too. The audit takes the planted HEAD away and says the top's is
+// broken; a bare repository that was there before and did not change keeps its HEAD.
+func TestAuditTakesHEADFromAPlantedBareRepository(t *testing.T) {
+	workdir := t.TempDir()
+	plant := func(dir string) {
+		for _, sub := range []string{"objects", "refs"} {
+			os.MkdirAll(filepath.Join(dir, sub), 0o755)
+		}
+		os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "config"), []byte("[core]\n\tbare = false\n\tworktree = .\n\tfsmonitor = touch /nonexistent/pwned\n"), 0o644)
+	}
+	plant(filepath.Join(workdir, ".git"))
+	plant(filepath.Join(workdir, "fixtures", "kept.git")) // a bare repository of the project's own
+	os.MkdirAll(filepath.Join(workdir, "nested", ".git"), 0o755)
+	plant(filepath.Join(workdir, "nested", ".git"))
+	before := RepositoriesBelow(workdir)
+	time.Sleep(10 * time.Millisecond)
+	os.WriteFile(filepath.Join(workdir, ".git", "HEAD"), []byte("garbage\n"), 0o644)
+	plant(workdir)
+	os.WriteFile(filepath.Join(workdir, "nested", ".git", "HEAD"), []byte("garbage\n"), 0o644)
+	plant(filepath.Join(workdir, "nested"))
+	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git")}, before)
+	if err == nil || !strings.Contains(err.Error(), "HEAD is no longer one git accepts") {
+		t.Errorf("the top's broken HEAD was not said: %v", err)
+	}
+	for _, head := range []string{filepath.Join(workdir, "HEAD"), filepath.Join(workdir, "nested", "HEAD")} {
+		if !slices.Contains(moved, head+" -> "+head+".bwrapkit-quarantine") {
+			t.Errorf("%s was not taken away: %v", head, moved)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "fixtures", "kept.git", "HEAD")); err != nil {
+		t.Errorf("an unchanged bare repository lost its HEAD: %v (moved %v)", err, moved)
 	}
 }

@@ -149,7 +149,7 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 		if slices.Contains(protect, top) || slices.Contains(protect, path) || slices.Contains(planted, path) {
 			continue // a top .git read-only whole (a gitfile's, a test's) had nothing made in it
 		}
-		if state, ok := stateOf(path); !ok || before[path] != state {
+		if now, ok := stateOf(path); !ok || before[path] != now {
 			planted = append(planted, path)
 		}
 	}

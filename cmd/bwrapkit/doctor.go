@@ -17,6 +17,7 @@ import (
 	"github.com/bwrapkit/bwrapkit/doctor/probe"
 	"github.com/bwrapkit/bwrapkit/doctor/render"
 	"github.com/bwrapkit/bwrapkit/doctor/report"
+	"github.com/bwrapkit/bwrapkit/doctor/selftest"
 	"github.com/bwrapkit/bwrapkit/internal/atomicfile"
 	"github.com/bwrapkit/bwrapkit/internal/probecache"
 )
@@ -213,8 +214,7 @@ func helperServes(ctx context.Context, environ []string, helper, build string) s
 		probecache.Store(dirs, key, probecache.Entry{Version: "serves", Build: build})
 		return ""
 	}
-	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+	if last := selftest.LastLine(stderr.String()); last != "" {
 		return fmt.Sprintf("%s (%v)", last, err)
 	}
 	return fmt.Sprintf("%s %s: %v", helper, probeCommandName, err)

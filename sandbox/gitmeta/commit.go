@@ -145,12 +145,15 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 	}
 	// Anything else made or changed directly in the top .git but what commits write: a
 	// config's include.path may name a file there that did not exist, and git reads it.
-	for _, path := range topEntries(top) {
-		if slices.Contains(protect, top) || slices.Contains(protect, path) || slices.Contains(planted, path) {
-			continue // a top .git read-only whole (a gitfile's, a test's) had nothing made in it
-		}
-		if now, ok := stateOf(path); !ok || before[path] != now {
-			planted = append(planted, path)
+	// A top .git read-only whole (a gitfile's, a test's) had nothing made in it.
+	if !slices.Contains(protect, top) {
+		for _, path := range topEntries(top) {
+			if slices.Contains(protect, path) || slices.Contains(planted, path) {
+				continue
+			}
+			if now, ok := stateOf(path); !ok || before[path] != now {
+				planted = append(planted, path)
+			}
 		}
 	}
 	// A directory the command left unreadable could hide one: it is opened to its owner
@@ -279,7 +282,7 @@ func identity(path string) ([4]uint64, bool) {
 // runsByDigest digests, for the git directory a .git entry leads to (itself, the gitdir
 // a gitfile names, or where a symlink leads), and for its common directory, everything in
 // it a host git could be led to run a program by: every entry but what commits, fetches
-// and gc write there (commitWritten), each as it is and as it resolves (device, inode,
+// and gc write there (commitWrites), each as it is and as it resolves (device, inode,
 // change time, size and mode, or that it is missing), and each file in hooks/ and info/
 // (samples too: a config may name one, and renaming one makes it run). The config, a hook
 // and any file the config includes from there are thus seen edited in place or made; the
@@ -304,7 +307,7 @@ func runsByDigest(entry string) uint64 {
 }
 
 // topEntries are the entries directly in the top .git directory that a commit-mode run
-// does not write: neither commitWritten, nor a lock, nor worktrees/ (whose redirects are
+// does not write: neither what commitWrites, nor worktrees/ (whose redirects are
 // kept read-only, and a worktree added during the run brings a .git of its own, which the
 // walk finds), nor lfs/ (git-lfs's object store).
 func topEntries(top string) []string {
@@ -315,7 +318,7 @@ func topEntries(top string) []string {
 	var paths []string
 	for _, entry := range entries {
 		name := entry.Name()
-		if commitWritten[name] || strings.HasSuffix(name, ".lock") || name == "worktrees" || name == "lfs" {
+		if commitWrites(name) || name == "worktrees" || name == "lfs" {
 			continue
 		}
 		paths = append(paths, filepath.Join(top, name))
@@ -323,8 +326,12 @@ func topEntries(top string) []string {
 	return paths
 }
 
+// commitWrites: name is an entry of a git directory that commits, merges, checkouts,
+// fetches and gc write (commitWritten, or a lock): what the command may do in commit mode.
+func commitWrites(name string) bool { return commitWritten[name] || strings.HasSuffix(name, ".lock") }
+
 // commitWritten are the entries of a git directory that commits, merges, checkouts,
-// fetches and gc write (with every *.lock): what the command may do in commit mode.
+// fetches and gc write, locks aside.
 var commitWritten = map[string]bool{
 	"index": true, "HEAD": true, "ORIG_HEAD": true, "FETCH_HEAD": true, "MERGE_HEAD": true,
 	"CHERRY_PICK_HEAD": true, "REVERT_HEAD": true, "AUTO_MERGE": true, "REBASE_HEAD": true,
@@ -391,7 +398,7 @@ func digestGitDir(digest hash.Hash64, dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, entry := range entries {
 		name := entry.Name()
-		if commitWritten[name] || strings.HasSuffix(name, ".lock") {
+		if commitWrites(name) {
 			continue
 		}
 		digestFile(digest, filepath.Join(dir, name))
@@ -416,15 +423,7 @@ func validHead(head string) bool {
 	if ref, ok := strings.CutPrefix(head, "ref:"); ok {
 		return strings.HasPrefix(strings.TrimLeft(ref, " \t"), "refs/")
 	}
-	if len(head) != 40 && len(head) != 64 {
-		return false
-	}
-	for _, c := range head {
-		if !strings.ContainsRune("0123456789abcdef", c) {
-			return false
-		}
-	}
-	return true
+	return isObjectID(head)
 }
 
 // digestFile adds path's device, inode, change time, size and mode, as it is and as it

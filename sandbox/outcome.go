@@ -49,6 +49,10 @@ type Result struct {
 	Quarantine  string
 	Abandoned   []string
 	Interrupted []string
+	// EarlierAudits are what the keepers of earlier --git commit runs on the project,
+	// whose bwrapkit was killed before its audit, did in its place (AuditLogName's
+	// lines), each said once, to the next run.
+	EarlierAudits []string
 }
 
 // Lifetime names what ends a run's processes when its caller dies.

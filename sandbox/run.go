@@ -51,6 +51,13 @@ type Options struct {
 	// the run from a session of its own and kills the sandbox if the caller dies before
 	// the run is over. Empty: no keeper, and Result.Lifetime says so.
 	Keeper string
+	// Auditor is an executable that does a --git commit run's audit when it is started
+	// with lifetime.AuditCommand and a record (bwrapkit itself; a program embedding the
+	// runner calls AuditMain first in its main and names os.Executable() here). The
+	// keeper starts it if the caller dies before the run's audit, once the sandbox is
+	// gone. Empty, or no Keeper: a caller killed mid-run leaves its commit-mode run
+	// unaudited (see docs/lifetime.md).
+	Auditor string
 	// NetProxy routes the command's HTTP(S) through bwrapkit's allowlist proxy (see
 	// NetProxy); zero: none.
 	NetProxy NetProxy
@@ -174,8 +181,23 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 		plan.joiner = opts.NetJoiner
 	}
 	before := repositoriesBefore(policy)
+	if opts.Keeper != "" && opts.Auditor != "" {
+		// Removed once the audit below is done; a run refused before it has nothing
+		// of the command's to audit.
+		if plan.auditRecord, err = writePendingAudit(policy, before); err != nil {
+			return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: err}
+		}
+		defer func() {
+			os.Remove(plan.auditRecord)
+			if plan.hold != nil {
+				plan.hold.end() // start left it to the end of the audit
+			}
+		}()
+	}
+	earlierAudits := takeAuditLog(policy)
 	result, err := start(ctx, plan, opts)
 	result.WorkdirMode, result.ModeFallback = choice.Mode, choice.Fallback
+	result.EarlierAudits = earlierAudits
 	if txn != nil {
 		// The sandbox is gone (start returns only once its pid 1 is dead), so nothing
 		// writes the layer any more: vet it and land what is accepted.
@@ -232,6 +254,11 @@ type launchPlan struct {
 	joiner Joiner
 	// lookInside is the run's (resolved.lookInside), for telling a 126 from a 127.
 	lookInside func(name string) (path string, found bool)
+	// auditRecord is a --git commit run's pending audit (writePendingAudit), which the
+	// keeper has done if the caller dies first; "" for none.
+	auditRecord string
+	// hold is the run's, when start leaves its end to Run (after the audit); nil else.
+	hold *Hold
 }
 
 // planLaunch opens every bind source of the resolved run and builds the argv that binds
@@ -357,8 +384,19 @@ func start(ctx context.Context, plan *launchPlan, opts Options) (Result, error) 
 	}
 	// Said last, once everything of the run is gone (the deferred calls run in reverse),
 	// early returns included: the cgroup is removed, then the keeper let go. (The run's
-	// end removes the cgroup before, below, to report what was left.)
-	defer hold.end()
+	// end removes the cgroup before, below, to report what was left.) With an audit
+	// pending, Run lets the keeper go once the audit is done: a caller killed during it
+	// still has its keeper do it.
+	if plan.auditRecord != "" {
+		plan.hold = hold
+	} else {
+		defer hold.end()
+	}
+	if err == nil && keeper != nil && plan.auditRecord != "" {
+		// Before bwrap exists: from the command's first instruction on, a caller that
+		// dies leaves the audit to the keeper.
+		err = keeper.AuditAfter(opts.Auditor, plan.auditRecord)
+	}
 	if err != nil {
 		statusWrite.Close()
 		filterRead.Close()

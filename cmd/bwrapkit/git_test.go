@@ -6,9 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bwrapkit/bwrapkit/internal/livetest"
+	"github.com/bwrapkit/bwrapkit/sandbox"
 )
 
 // gitRepo makes a repository with one commit, and no hooks/ (as some clones have none).
@@ -249,6 +252,79 @@ func TestAttackCommitModeUnboundRepositoriesCannotBeArmed(t *testing.T) {
 	}
 	if _, err := os.Stat(pwned); err == nil {
 		t.Fatalf("the host's git ran the command's code")
+	}
+}
+
+// TestAttackKilledCommitModeRunIsStillAudited: a direct commit-mode command arms the
+// config of a nested repository the run cannot bind (a .git that is a symlink), then
+// waits, and bwrapkit is SIGKILLed (an agent's tool timeout does that). Its keeper must
+// have the audit done once the sandbox is gone: the .git moved aside, the host's git
+// status there running nothing of the command's, the pending record removed, and the
+// move said in the log beside it and by the next run, once. Without the keeper's audit
+// the payload ran.
+func TestAttackKilledCommitModeRunIsStillAudited(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	environ, cache := attackEnv(t, bwrap)
+	pwned := filepath.Join(livetest.TempDir(t), "pwned")
+	if out, err := hostGit(repo, "init", "-q", "store-src").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	os.MkdirAll(filepath.Join(repo, "store"), 0o755)
+	os.Rename(filepath.Join(repo, "store-src", ".git"), filepath.Join(repo, "store", "linked.git"))
+	os.RemoveAll(filepath.Join(repo, "store-src"))
+	os.MkdirAll(filepath.Join(repo, "linked"), 0o755)
+	os.Symlink("../store/linked.git", filepath.Join(repo, "linked", ".git"))
+	script := `printf '[core]\n\tfsmonitor = touch ` + pwned + `\n' >> linked/.git/config && touch armed && sleep 60`
+	cmd := exec.Command(builtBinary, "run", "--git", "commit", "--workdir-mode", "direct", "--workdir", repo, "--", "sh", "-c", script)
+	cmd.Env = environ
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, done func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !done(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("%s: not within 20 s", what)
+			}
+		}
+	}
+	waitFor("the command arming the config", func() bool { _, err := os.Stat(filepath.Join(repo, "armed")); return err == nil })
+	records, _ := filepath.Glob(filepath.Join(cache, "bwrapkit", "layers", "*", "audit-pending-*"))
+	if len(records) != 1 {
+		t.Fatalf("pending audit records while the run goes on: %v", records)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	logFile := filepath.Join(filepath.Dir(records[0]), sandbox.AuditLogName)
+	waitFor("the keeper's audit", func() bool { _, err := os.Stat(logFile); return err == nil })
+	config, _ := os.ReadFile(filepath.Join(repo, "store", "linked.git", "config"))
+	if !strings.Contains(string(config), pwned) {
+		t.Fatalf("the command did not arm the config, so the test proves nothing: %s", config)
+	}
+	if _, err := os.Lstat(filepath.Join(repo, "linked", ".git")); err == nil {
+		t.Error("linked/.git, armed by a killed run, was not moved aside")
+	}
+	said, _ := os.ReadFile(logFile)
+	if !strings.Contains(string(said), filepath.Join(repo, "linked", ".git")+" -> ") {
+		t.Errorf("the log does not say the move: %q", said)
+	}
+	if _, err := os.Lstat(records[0]); err == nil {
+		t.Errorf("the pending record %s was left", records[0])
+	}
+	out, err := hostGit(filepath.Join(repo, "linked"), "status").CombinedOutput()
+	t.Logf("host git status in linked: %v %s", err, out)
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatal("the host's git ran the killed run's code")
+	}
+	// The next run on the project says it, once.
+	for i, want := range []bool{true, false} {
+		got := binaryRun(t, environ, "run", "--workdir-mode", "direct", "--workdir", repo, "--", "true")
+		if said := strings.Contains(got.stderr, "killed before its audit, and its keeper did the audit") && strings.Contains(got.stderr, filepath.Join(repo, "linked", ".git")+" -> "); got.status != 0 || said != want {
+			t.Errorf("run %d after: status %d, said %v (want %v): %q", i+1, got.status, said, want, got.stderr)
+		}
 	}
 }
 

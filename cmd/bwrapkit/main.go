@@ -39,6 +39,9 @@ func main() {
 	}
 	// The run's keeper (see sandbox/lifetime): bwrapkit re-executed, before anything else.
 	lifetime.KeeperMain()
+	// A --git commit run's audit, which its keeper has done when that run's bwrapkit died
+	// before doing it (see sandbox.AuditMain).
+	sandbox.AuditMain()
 	if problem := checkStartLimits(); problem != "" {
 		fmt.Fprintln(os.Stderr, "bwrapkit: "+problem)
 		os.Exit(exitUnavailable)

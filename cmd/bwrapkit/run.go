@@ -441,6 +441,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	}
 	result, err := sandbox.Run(ctx, policy, opts.command, sandbox.Options{
 		Keeper:       keeper,
+		Auditor:      opts.programs.self, // bwrapkit itself: the helper links no audit
 		Bwrap:        bwrap,
 		Stdin:        opts.In,
 		Stdout:       opts.Out,
@@ -549,6 +550,9 @@ func earlierRunNotes(result sandbox.Result) []string {
 	}
 	for _, layer := range result.Interrupted {
 		notes = append(notes, fmt.Sprintf("an earlier run on this project was killed while landing its changes: part of them landed (each file whole, old or new); what did not is kept in %s", layer))
+	}
+	for _, line := range result.EarlierAudits {
+		notes = append(notes, "an earlier --git commit run on this project was killed before its audit, and its keeper did the audit: "+line)
 	}
 	return notes
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -168,6 +169,34 @@ func (k *Keeper) WatchCgroup(paths []string) error {
 	return err
 }
 
+// AuditCommand is the hidden first argument with which the keeper starts the auditor
+// (AuditAfter): `AUDITOR __bwrapkit-git-audit RECORD`. A program named as the auditor
+// does the audit the record holds when it sees it, and exits (sandbox.AuditMain).
+const AuditCommand = "__bwrapkit-git-audit"
+
+// auditBound bounds the auditor's run: an audit is a walk of the project's .git entries,
+// and a host so loaded that it takes longer must still see its keeper exit.
+const auditBound = 2 * time.Minute
+
+// AuditAfter tells the keeper that, should bwrapkit go without saying "done", it is to
+// start auditor with AuditCommand and record once every process of the run is gone: a
+// --git commit run's audit, which a killed bwrapkit never did. Both are absolute paths.
+// Said before bwrap starts; bwrapkit removes the record itself once it did the audit.
+func (k *Keeper) AuditAfter(auditor, record string) error {
+	for _, p := range []string{auditor, record} {
+		if !path.IsAbs(p) || path.Clean(p) != p || strings.ContainsAny(p, "\n") {
+			return fmt.Errorf("keeper: %q is not an absolute, clean path on one line", p)
+		}
+	}
+	// One write of at most PIPE_BUF bytes: the keeper has both or neither.
+	lines := "auditor " + auditor + "\naudit " + record + "\n"
+	if len(lines) > 4096 {
+		return fmt.Errorf("keeper: the auditor's paths take %d bytes, more than one atomic pipe write", len(lines))
+	}
+	_, err := k.lifeline.Write([]byte(lines))
+	return err
+}
+
 // Release says the run is over (every process of it is gone) and reaps the keeper.
 func (k *Keeper) Release() {
 	if k == nil || k.lifeline == nil {
@@ -237,7 +266,27 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "bwrapkit keeper:", err)
 	}
 	end(held, token)
+	if state.auditor != "" && state.audit != "" {
+		audit(state.auditor, state.audit)
+	}
 	return 0
+}
+
+// audit starts the auditor on the record, once nothing of the run is left to race it,
+// and waits for it, within auditBound. Its words go where the keeper's go.
+func audit(auditor, record string) {
+	cmd := exec.Command(auditor, AuditCommand, record)
+	cmd.Env = []string{}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "bwrapkit keeper: the audit of a --git commit run whose bwrapkit died did not start:", err)
+		return
+	}
+	timer := time.AfterFunc(auditBound, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	if err := cmd.Wait(); err != nil {
+		fmt.Fprintln(os.Stderr, "bwrapkit keeper: the audit of a --git commit run whose bwrapkit died failed:", err)
+	}
 }
 
 // end kills the run: pid 1 first (the kernel then kills every process of its pid

@@ -26,15 +26,21 @@ const TokenVar = "BWRAPKIT_RUN"
 
 // message is one line from bwrapkit to its keeper.
 type message struct {
-	kind string // "bwrap", "init", "cgroup" or "done"
+	kind string // "bwrap", "init", "cgroup", "auditor", "audit" or "done"
 	pid  int
-	path string // "cgroup": one of the run's cgroup directories
+	path string // "cgroup": one of the run's cgroup directories; "auditor", "audit": see Keeper.AuditAfter
 }
 
-// parseMessage reads one protocol line: "bwrap PID", "init PID", "cgroup PATH" or "done".
+// parseMessage reads one protocol line: "bwrap PID", "init PID", "cgroup PATH",
+// "auditor PATH", "audit PATH" or "done".
 func parseMessage(line string) (message, error) {
 	kind, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
 	switch kind {
+	case "auditor", "audit":
+		if !path.IsAbs(rest) || path.Clean(rest) != rest {
+			return message{}, fmt.Errorf("keeper: %q: not an absolute, clean path", line)
+		}
+		return message{kind: kind, path: rest}, nil
 	case "done":
 		if rest != "" {
 			return message{}, fmt.Errorf("keeper: %q takes no argument", line)
@@ -59,7 +65,10 @@ func parseMessage(line string) (message, error) {
 type watched struct {
 	bwrap, init int
 	cgroups     []string // the v2 one first, as bwrapkit names them
-	done        bool
+	// auditor and audit: the program that does a pending audit, and its record
+	// (Keeper.AuditAfter); "" for none.
+	auditor, audit string
+	done           bool
 }
 
 // follow reads messages until EOF (bwrapkit gone) or "done"; a malformed line counts as
@@ -82,6 +91,10 @@ func follow(r io.Reader, seen func(message)) watched {
 			state.init = msg.pid
 		case "cgroup":
 			state.cgroups = append(state.cgroups, msg.path)
+		case "auditor":
+			state.auditor = msg.path
+		case "audit":
+			state.audit = msg.path
 		}
 		if seen != nil {
 			seen(msg)

@@ -1,0 +1,56 @@
+package gitmeta
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// TestPendingRoundTrip: a record reads back as written, whole, readable by its owner
+// alone, and AuditPending does its audit (moving aside a .git the run planted) and
+// removes it; a record already gone is no error.
+func TestPendingRoundTrip(t *testing.T) {
+	workdir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(workdir, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(workdir, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := RepositoriesBelow(workdir)
+	before[filepath.Join(workdir, "x", ".git")] = repositoryState{entry: [4]uint64{1, 2, 3, 4}, runs: 5}
+	want := Pending{Workdir: workdir, Protect: []string{filepath.Join(workdir, ".git", "config")}, Before: before}
+	record := filepath.Join(t.TempDir(), "audit-pending-1")
+	if err := WritePending(record, want); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(record); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("the record: %v %v", info, err)
+	}
+	got, err := ReadPending(record)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("read back %+v, %v; want %+v", got, err, want)
+	}
+	planted := filepath.Join(workdir, "sub", ".git")
+	if err := os.MkdirAll(planted, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := AuditPending(record)
+	if err != nil || len(moved) != 1 {
+		t.Fatalf("AuditPending moved %v, %v", moved, err)
+	}
+	if _, err := os.Lstat(planted); err == nil {
+		t.Error("the planted .git is still there")
+	}
+	if _, err := os.Lstat(record); err == nil {
+		t.Error("the record was left")
+	}
+	if moved, err := AuditPending(record); err != nil || moved != nil {
+		t.Errorf("a record already gone: %v, %v", moved, err)
+	}
+	os.WriteFile(record, []byte(`{"workdir":"relative"}`), 0o600)
+	if _, err := AuditPending(record); err == nil {
+		t.Error("a record with a relative workdir was taken")
+	}
+}

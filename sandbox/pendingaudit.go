@@ -28,7 +28,7 @@ const pendingAuditPrefix = "audit-pending-"
 
 // AuditLogName is the file beside the records where an audit done for a killed run says
 // what it moved aside (bwrapkit itself, killed, cannot).
-const AuditLogName = "audit-after-kill.log"
+const AuditLogName = lifetime.AuditLogName
 
 // writePendingAudit records a commit-mode run's audit (gitmeta.Pending) and returns the
 // record's path; "" outside commit mode.
@@ -63,7 +63,8 @@ func AuditMain() {
 }
 
 // auditPending does the audit recorded at record (a name writePendingAudit gives), and
-// logs it beside the record.
+// logs it beside the record; 0 once the record is gone (the audit done, whatever it
+// found), 1 while it stays.
 func auditPending(record string) int {
 	if !filepath.IsAbs(record) || !strings.HasPrefix(filepath.Base(record), pendingAuditPrefix) {
 		fmt.Fprintf(os.Stderr, "bwrapkit: %q is not a pending audit's record\n", record)
@@ -85,7 +86,9 @@ func auditPending(record string) int {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bwrapkit: "+line)
-		return 1
+	}
+	if _, statErr := os.Lstat(record); statErr == nil {
+		return 1 // not audited (unreadable): the keeper says so in the log
 	}
 	return 0
 }

@@ -1570,6 +1570,18 @@ into: _ = nested
 test: ./sandbox TestCommitModeProtectsNestedRepositories
 what: in commit mode every repository below the top is read-only (an existing one's config, armed and committed as a submodule on a branch, was entered after a merge)
 
+file: sandbox/lifetime/keeper.go
+line: audit(state.auditor, state.audit)
+into: _ = state.audit
+test: ./cmd/bwrapkit TestAttackKilledCommitModeRunIsStillAudited
+what: the keeper of a --git commit run whose bwrapkit was killed has the audit done (the host's git status ran a nested repository's armed fsmonitor after a SIGKILL)
+
+file: sandbox/run.go
+line: err = keeper.AuditAfter(opts.Auditor, plan.auditRecord)
+into: err = nil
+test: ./cmd/bwrapkit TestAttackKilledCommitModeRunIsStillAudited
+what: a --git commit run tells its keeper of its pending audit before bwrap starts
+
 file: sandbox/gitmeta/commit.go
 line: if state, ok := stateOf(path); !ok || before[path] != state {
 into: if false {

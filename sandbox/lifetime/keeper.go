@@ -273,21 +273,31 @@ func Main(args []string) int {
 }
 
 // audit starts the auditor on the record, once nothing of the run is left to race it,
-// and waits for it, within auditBound. Its words go where the keeper's go.
+// and waits for it, within auditBound. The auditor says what it did in AuditLogName
+// beside the record; an auditor that did not start or did not finish is said there too.
 func audit(auditor, record string) {
 	cmd := exec.Command(auditor, AuditCommand, record)
 	cmd.Env = []string{}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "bwrapkit keeper: the audit of a --git commit run whose bwrapkit died did not start:", err)
+	err := cmd.Start()
+	if err == nil {
+		timer := time.AfterFunc(auditBound, func() { _ = cmd.Process.Kill() })
+		err = cmd.Wait()
+		timer.Stop()
+	}
+	if err == nil {
 		return
 	}
-	timer := time.AfterFunc(auditBound, func() { _ = cmd.Process.Kill() })
-	defer timer.Stop()
-	if err := cmd.Wait(); err != nil {
-		fmt.Fprintln(os.Stderr, "bwrapkit keeper: the audit of a --git commit run whose bwrapkit died failed:", err)
+	line := fmt.Sprintf("%s the --git commit run whose bwrapkit died before its audit: the audit did not finish (%v, bound %v); run `%s %s %s` before you run git in the project (a later run's audit would take what this run left as its start)\n",
+		time.Now().UTC().Format(time.RFC3339), err, auditBound, auditor, AuditCommand, record)
+	if log, openErr := os.OpenFile(path.Join(path.Dir(record), AuditLogName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); openErr == nil {
+		_, _ = log.WriteString(line)
+		log.Close()
 	}
 }
+
+// AuditLogName is the file beside a pending audit's record where what was done for a
+// killed run is said (the next run on the project says it again, once).
+const AuditLogName = "audit-after-kill.log"
 
 // end kills the run: pid 1 first (the kernel then kills every process of its pid
 // namespace, setsid, double forks and all), then bwrap, then whatever still carries the

@@ -1,6 +1,7 @@
 package lifetime
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -73,5 +74,17 @@ func TestMarked(t *testing.T) {
 		if got := marked([]byte(tc.environ), token); got != tc.want {
 			t.Errorf("marked(%q) = %v", tc.environ, got)
 		}
+	}
+}
+
+// TestAuditThatFailsIsSaid: an auditor that cannot be started (or fails) leaves a line in
+// the log beside the record, naming the command that would do the audit.
+func TestAuditThatFailsIsSaid(t *testing.T) {
+	dir := t.TempDir()
+	record := dir + "/audit-pending-1"
+	audit(dir+"/no-such-auditor", record)
+	said, err := os.ReadFile(dir + "/" + AuditLogName)
+	if err != nil || !strings.Contains(string(said), "did not finish") || !strings.Contains(string(said), dir+"/no-such-auditor "+AuditCommand+" "+record) {
+		t.Errorf("the log: %q, %v", said, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bwrapkit/bwrapkit/internal/pathtree"
@@ -509,20 +510,32 @@ func NestedRepositories(workdir string) []string {
 // workdir included, that git would take for a bare repository (bareShaped). With
 // unlock it first opens such a directory to its owner (read and search) and lists it
 // only if it stays unreadable; relock puts back the modes it changed.
+//
+// The walk goes by descriptor, each directory opened below its parent's without
+// following a symlink, and the modes are changed and put back through the descriptor of
+// the directory that was looked at: by path, a directory another run swapped for a
+// symlink between the look and the chmod had the chmod land on whatever the link named,
+// outside every sandbox.
 func gitEntriesBelow(workdir string, unlock bool) (found, unreadable, bare []string, relock func()) {
 	top := filepath.Join(workdir, ".git")
-	var opened []string
-	var modes []fs.FileMode
-	var walk func(dir string)
-	walk = func(dir string) {
-		entries, err := os.ReadDir(dir)
+	type opened struct {
+		fd   int
+		mode uint32
+	}
+	var unlocked []opened
+	var walk func(fd int, dir string)
+	walk = func(fd int, dir string) {
+		entries, err := readDirFD(fd)
 		if err != nil && unlock {
-			if info, statErr := os.Lstat(dir); statErr == nil && info.IsDir() {
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 				// The whole mode is kept and put back: setgid and sticky bits included.
-				mode := info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
-				if os.Chmod(dir, mode|0o500) == nil {
-					opened, modes = append(opened, dir), append(modes, mode)
-					entries, err = os.ReadDir(dir)
+				mode := st.Mode & 0o7777
+				if chmodFD(fd, mode|0o500) == nil {
+					if kept, dupErr := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); dupErr == nil {
+						unlocked = append(unlocked, opened{kept, mode})
+					}
+					entries, err = readDirFD(fd)
 				}
 			}
 		}
@@ -540,14 +553,48 @@ func gitEntriesBelow(workdir string, unlock bool) (found, unreadable, bare []str
 					found = append(found, path)
 				}
 			case entry.IsDir():
-				walk(path)
+				child, err := unix.Openat(fd, entry.Name(), unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					unreadable = append(unreadable, path) // replaced meanwhile, or out of descriptors
+					continue
+				}
+				walk(child, path)
+				unix.Close(child)
 			}
 		}
 	}
-	walk(workdir)
-	return found, unreadable, bare, func() {
-		for i := len(opened) - 1; i >= 0; i-- {
-			_ = os.Chmod(opened[i], modes[i])
-		}
+	if fd, err := unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		walk(fd, workdir)
+		unix.Close(fd)
+	} else {
+		unreadable = append(unreadable, workdir)
 	}
+	return found, unreadable, bare, func() {
+		for i := len(unlocked) - 1; i >= 0; i-- {
+			_ = chmodFD(unlocked[i].fd, unlocked[i].mode)
+			unix.Close(unlocked[i].fd)
+		}
+		unlocked = nil
+	}
+}
+
+// readDirFD lists the directory fd (an O_PATH descriptor) names, through a descriptor
+// of its own opened on that same directory.
+func readDirFD(fd int) ([]fs.DirEntry, error) {
+	dirFD, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	dir := os.NewFile(uintptr(dirFD), ".")
+	defer dir.Close()
+	entries, err := dir.ReadDir(-1)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }) // as os.ReadDir
+	return entries, err
+}
+
+// chmodFD changes the mode of the file fd names, an O_PATH descriptor (which fchmod
+// refuses), through its /proc/self/fd entry: the kernel resolves that to the open file
+// itself, never by a path that could have changed.
+func chmodFD(fd int, mode uint32) error {
+	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode)
 }

@@ -765,3 +765,40 @@ func TestAuditTakesHEADFromAPlantedBareRepository(t *testing.T) {
 		t.Errorf("an unchanged bare repository lost its HEAD: %v (moved %v)", err, moved)
 	}
 }
+
+// TestRelockActsOnTheDirectoryItOpened: the audit opens an unreadable directory to look
+// inside and locks it again after; a concurrent run that swaps the directory for a
+// symlink meanwhile must not have the relock's chmod land on what the link names (by
+// path it did: a file outside every sandbox became --wx-wx-wx). Root reads any directory
+// and unlocks none, so this runs as a user (make test-unprivileged).
+func TestRelockActsOnTheDirectoryItOpened(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads any directory: nothing is unlocked (make test-unprivileged runs this as nobody)")
+	}
+	workdir := t.TempDir()
+	locked := filepath.Join(workdir, "locked")
+	if err := os.MkdirAll(filepath.Join(locked, "sub", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(locked, 0o300)
+	t.Cleanup(func() { os.Chmod(locked, 0o755); os.Chmod(locked+".moved", 0o755) })
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, nil, 0o644)
+	found, unreadable, _, relock := gitEntriesBelow(workdir, true)
+	if !slices.Equal(found, []string{filepath.Join(locked, "sub", ".git")}) || len(unreadable) != 0 {
+		t.Fatalf("found %v, unreadable %v: the locked directory was not looked into", found, unreadable)
+	}
+	if err := os.Rename(locked, locked+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, locked); err != nil {
+		t.Fatal(err)
+	}
+	relock()
+	if info, _ := os.Stat(victim); info.Mode().Perm() != 0o644 {
+		t.Errorf("the relock changed the file the swapped-in link names: %v", info.Mode())
+	}
+	if info, _ := os.Lstat(locked + ".moved"); info.Mode().Perm() != 0o300 {
+		t.Errorf("the directory that was looked into was not locked again: %v", info.Mode())
+	}
+}

@@ -18,20 +18,30 @@ type Pending struct {
 	Before  Repositories
 }
 
-// pendingFile is Pending as written: a repositoryState as its five numbers.
+// pendingFile is Pending as written. Paths are bytes (base64 in JSON): a path need not
+// be UTF-8, and a JSON string would turn its other bytes into U+FFFD, naming another path.
 type pendingFile struct {
-	Workdir string               `json:"workdir"`
-	Protect []string             `json:"protect"`
-	Before  map[string][5]uint64 `json:"before"`
+	Workdir []byte         `json:"workdir"`
+	Protect [][]byte       `json:"protect"`
+	Before  []pendingEntry `json:"before"`
+}
+
+// pendingEntry is one repositoryState: its entry's four numbers, then its digest.
+type pendingEntry struct {
+	Path  []byte    `json:"path"`
+	State [5]uint64 `json:"state"`
 }
 
 // WritePending writes p to path, whole or not at all (a temporary file renamed into
 // place), readable by its owner alone. dir(path) must be private to the caller: the
 // record says which directory a later audit moves entries in.
 func WritePending(path string, p Pending) error {
-	file := pendingFile{Workdir: p.Workdir, Protect: p.Protect, Before: map[string][5]uint64{}}
+	file := pendingFile{Workdir: []byte(p.Workdir)}
+	for _, path := range p.Protect {
+		file.Protect = append(file.Protect, []byte(path))
+	}
 	for entry, state := range p.Before {
-		file.Before[entry] = [5]uint64{state.entry[0], state.entry[1], state.entry[2], state.entry[3], state.runs}
+		file.Before = append(file.Before, pendingEntry{[]byte(entry), [5]uint64{state.entry[0], state.entry[1], state.entry[2], state.entry[3], state.runs}})
 	}
 	data, err := json.Marshal(file)
 	if err != nil {
@@ -62,12 +72,16 @@ func ReadPending(path string) (Pending, error) {
 	if err := json.Unmarshal(data, &file); err != nil {
 		return Pending{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if !filepath.IsAbs(file.Workdir) {
+	if !filepath.IsAbs(string(file.Workdir)) {
 		return Pending{}, fmt.Errorf("%s: the workdir %q is not an absolute path", path, file.Workdir)
 	}
-	p := Pending{Workdir: file.Workdir, Protect: file.Protect, Before: Repositories{}}
-	for entry, n := range file.Before {
-		p.Before[entry] = repositoryState{entry: [4]uint64{n[0], n[1], n[2], n[3]}, runs: n[4]}
+	p := Pending{Workdir: string(file.Workdir), Before: Repositories{}}
+	for _, protect := range file.Protect {
+		p.Protect = append(p.Protect, string(protect))
+	}
+	for _, entry := range file.Before {
+		n := entry.State
+		p.Before[string(entry.Path)] = repositoryState{entry: [4]uint64{n[0], n[1], n[2], n[3]}, runs: n[4]}
 	}
 	return p, nil
 }

@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// TestPendingRoundTrip: a record reads back as written, whole, readable by its owner
-// alone, and AuditPending does its audit (moving aside a .git the run planted) and
+// TestPendingRoundTrip: a record reads back as written (paths that are not UTF-8
+// included), whole, readable by its owner alone, and AuditPending does its audit (moving aside a .git the run planted) and
 // removes it; a record already gone is no error.
 func TestPendingRoundTrip(t *testing.T) {
-	workdir := t.TempDir()
+	workdir := filepath.Join(t.TempDir(), "caf\xe9") // not UTF-8: a JSON string would name another path
 	if err := os.MkdirAll(filepath.Join(workdir, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestPendingRoundTrip(t *testing.T) {
 	if moved, err := AuditPending(record); err != nil || moved != nil {
 		t.Errorf("a record already gone: %v, %v", moved, err)
 	}
-	os.WriteFile(record, []byte(`{"workdir":"relative"}`), 0o600)
+	os.WriteFile(record, []byte(`{"workdir":"cmVsYXRpdmU="}`), 0o600) // "relative"
 	if _, err := AuditPending(record); err == nil {
 		t.Error("a record with a relative workdir was taken")
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/bwrapkit/bwrapkit/home"
 	"github.com/bwrapkit/bwrapkit/sandbox/gitmeta"
 	"github.com/bwrapkit/bwrapkit/sandbox/lifetime"
+	"golang.org/x/sys/unix"
 )
 
 // A --git commit run's audit (auditGit) is bwrapkit's work after the sandbox is gone. A
@@ -20,7 +22,10 @@ import (
 // command's plants, a nested repository's armed config say, for the user's next git
 // there. So the audit is written down before bwrap starts, in bwrapkit's private state
 // for the project (beside the policy base), and the keeper, which outlives bwrapkit and
-// ends the sandbox, starts Options.Auditor on it once nothing of the run is left.
+// ends the sandbox, starts Options.Auditor on it once nothing of the run is left. A
+// record whose run, keeper and auditor are all gone (killed together) is done by the
+// next run on the project, before anything else: each holds a shared lock on it while
+// alive, and only a record nobody holds is taken.
 
 // pendingAuditPrefix begins each record's name: one per run, so concurrent runs in one
 // project keep their own.
@@ -30,26 +35,32 @@ const pendingAuditPrefix = "audit-pending-"
 // what it moved aside (bwrapkit itself, killed, cannot).
 const AuditLogName = lifetime.AuditLogName
 
+// auditorWait is how long the auditor waits for a record's other holders (a keeper that
+// has not yet let go) before it leaves the record to the next run.
+const auditorWait = 10 * time.Second
+
 // writePendingAudit records a commit-mode run's audit (gitmeta.Pending) and returns the
-// record's path; "" outside commit mode.
-func writePendingAudit(policy Policy, before gitmeta.Repositories) (string, error) {
+// record's path and the record open with its shared lock, which the caller holds until
+// its own audit is done; "" and nil outside commit mode.
+func writePendingAudit(policy Policy, before gitmeta.Repositories) (string, *os.File, error) {
 	if policy.Git != GitCommit {
-		return "", nil
+		return "", nil, nil
 	}
 	dir := filepath.Dir(policy.PolicyBase) // set in commit mode (recordPolicyBase refuses otherwise)
 	if err := home.ProvePrivate(dir); err != nil {
-		return "", fmt.Errorf("--git commit records its audit in %s: %w", dir, err)
+		return "", nil, fmt.Errorf("--git commit records its audit in %s: %w", dir, err)
 	}
 	var raw [12]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	record := filepath.Join(dir, pendingAuditPrefix+hex.EncodeToString(raw[:]))
 	pending := gitmeta.Pending{Workdir: policy.Workdir, Protect: policy.Protect, Before: before}
-	if err := gitmeta.WritePending(record, pending); err != nil {
-		return "", fmt.Errorf("recording the audit of a --git commit run: %w", err)
+	lock, err := gitmeta.WritePending(record, pending)
+	if err != nil {
+		return "", nil, fmt.Errorf("recording the audit of a --git commit run: %w", err)
 	}
-	return record, nil
+	return record, lock, nil
 }
 
 // AuditMain makes a program named in Options.Auditor the auditor: call it first in main.
@@ -63,39 +74,114 @@ func AuditMain() {
 }
 
 // auditPending does the audit recorded at record (a name writePendingAudit gives), and
-// logs it beside the record; 0 once the record is gone (the audit done, whatever it
-// found), 1 while it stays.
+// logs it beside the record: 0 when the audit was done or was not needed (its run did
+// it), 1 when the record stays.
 func auditPending(record string) int {
-	if !filepath.IsAbs(record) || !strings.HasPrefix(filepath.Base(record), pendingAuditPrefix) {
+	if !filepath.IsAbs(record) || !isRecordName(filepath.Base(record)) {
 		fmt.Fprintf(os.Stderr, "bwrapkit: %q is not a pending audit's record\n", record)
 		return 2
 	}
-	moved, err := gitmeta.AuditPending(record)
-	line := time.Now().UTC().Format(time.RFC3339) + " the --git commit run whose bwrapkit died before its audit"
-	if len(moved) == 0 {
+	moved, done, err := gitmeta.AuditPending(record, auditorWait)
+	if !done && err == nil {
+		return 0 // its run did the audit itself
+	}
+	line := auditLine("its keeper", moved, done, err, record)
+	logAudit(filepath.Dir(record), line)
+	if !done {
+		fmt.Fprintln(os.Stderr, "bwrapkit: "+line)
+		return 1
+	}
+	return 0
+}
+
+// isRecordName: name is a record's (writePendingAudit), not a temporary file of one.
+func isRecordName(name string) bool {
+	rest, ok := strings.CutPrefix(name, pendingAuditPrefix)
+	return ok && rest != "" && !strings.Contains(rest, ".")
+}
+
+// auditLine is the log's line for one pending audit, done by who (pure).
+func auditLine(who string, moved []string, done bool, err error, record string) string {
+	line := time.Now().UTC().Format(time.RFC3339) + " a --git commit run whose bwrapkit died before its audit"
+	if !done {
+		return line + ": its audit was not done by " + who + " (" + err.Error() + "); the record stays, " + record + ", for the next run on the project; until then, run no git in the project"
+	}
+	line += ", audited by " + who
+	const shown = 20
+	switch {
+	case len(moved) == 0:
 		line += ": nothing to move aside"
-	} else {
+	case len(moved) > shown:
+		line += fmt.Sprintf("; moved aside %d entries, each to NAME.bwrapkit-quarantine, among them: %s", len(moved), strings.Join(moved[:shown], ", "))
+	default:
 		line += "; moved aside: " + strings.Join(moved, ", ")
 	}
 	if err != nil {
 		line += "; " + err.Error()
 	}
-	if logFile, openErr := os.OpenFile(filepath.Join(filepath.Dir(record), AuditLogName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); openErr == nil {
+	return line
+}
+
+// logAudit appends line to the project's AuditLogName in dir.
+func logAudit(dir, line string) {
+	if logFile, err := os.OpenFile(filepath.Join(dir, AuditLogName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 		fmt.Fprintln(logFile, line)
 		logFile.Close()
 	}
+}
+
+// pickUpAudits does the pending audits of the project that nobody holds: runs killed
+// together with their keeper (pkill -9 -f bwrapkit, a killed scope), whose plants would
+// otherwise be taken for the project's own by this run's inventory. Each is logged like
+// the keeper's. A record that cannot be read is an error: a commit-mode run is refused
+// on it (its inventory would take in what the killed run left).
+func pickUpAudits(policy Policy) error {
+	if policy.PolicyBase == "" {
+		return nil
+	}
+	dir := filepath.Dir(policy.PolicyBase)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bwrapkit: "+line)
+		return nil // no state for the project yet
 	}
-	if _, statErr := os.Lstat(record); statErr == nil {
-		return 1 // not audited (unreadable): the keeper says so in the log
+	var problems []error
+	for _, entry := range entries {
+		name := entry.Name()
+		path := filepath.Join(dir, name)
+		switch {
+		case !strings.HasPrefix(name, pendingAuditPrefix):
+		case !isRecordName(name):
+			removeUnheld(path) // a record's temporary file: its run died before bwrap started
+		default:
+			moved, done, err := gitmeta.AuditPending(path, 0)
+			if errors.Is(err, gitmeta.ErrPendingLive) || (!done && err == nil) {
+				continue
+			}
+			logAudit(dir, auditLine("the next run on the project", moved, done, err, path))
+			if !done {
+				problems = append(problems, fmt.Errorf("%s: %w", path, err))
+			}
+		}
 	}
-	return 0
+	return errors.Join(problems...)
+}
+
+// removeUnheld removes path if nobody holds a lock on it.
+func removeUnheld(path string) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+		os.Remove(path)
+	}
 }
 
 // takeAuditLog returns the lines of the project's AuditLogName and removes it, so that
 // each is said once (Result.EarlierAudits); nil where there is none. The log is renamed
-// first: of two runs starting at once, one takes it.
+// first: of two runs ending at once, one takes it. Taken at the end of a run, so a run
+// killed in turn leaves the lines to the next.
 func takeAuditLog(policy Policy) []string {
 	if policy.PolicyBase == "" {
 		return nil

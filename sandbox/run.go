@@ -180,24 +180,29 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 	if policy.NetProxy.Joined {
 		plan.joiner = opts.NetJoiner
 	}
+	// Earlier commit-mode runs killed with their keeper left audits nobody did: done
+	// first, or this run's inventory would take their plants for the project's own.
+	if err := pickUpAudits(policy); err != nil && policy.Git == GitCommit {
+		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: fmt.Errorf("an earlier --git commit run on this project was killed before its audit, and the audit cannot be done now: %w; look at the project's nested repositories (git status in each) and remove the record to go on", err)}
+	}
 	before := repositoriesBefore(policy)
 	if opts.Keeper != "" && opts.Auditor != "" {
 		// Removed once the audit below is done; a run refused before it has nothing
-		// of the command's to audit.
-		if plan.auditRecord, err = writePendingAudit(policy, before); err != nil {
+		// of the command's to audit. Its lock is let go after, then the keeper.
+		var lock *os.File
+		if plan.auditRecord, lock, err = writePendingAudit(policy, before); err != nil {
 			return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: err}
 		}
 		defer func() {
 			os.Remove(plan.auditRecord)
+			lock.Close()
 			if plan.hold != nil {
 				plan.hold.end() // start left it to the end of the audit
 			}
 		}()
 	}
-	earlierAudits := takeAuditLog(policy)
 	result, err := start(ctx, plan, opts)
 	result.WorkdirMode, result.ModeFallback = choice.Mode, choice.Fallback
-	result.EarlierAudits = earlierAudits
 	if txn != nil {
 		// The sandbox is gone (start returns only once its pid 1 is dead), so nothing
 		// writes the layer any more: vet it and land what is accepted.
@@ -221,6 +226,9 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 			err = &GitAuditError{Err: auditErr}
 		}
 	}
+	// What the keepers of earlier killed runs did, said at the end, so that a run killed
+	// in turn leaves it to the next.
+	result.EarlierAudits = takeAuditLog(policy)
 	return result, err
 }
 

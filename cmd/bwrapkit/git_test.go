@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -257,75 +258,123 @@ func TestAttackCommitModeUnboundRepositoriesCannotBeArmed(t *testing.T) {
 
 // TestAttackKilledCommitModeRunIsStillAudited: a direct commit-mode command arms the
 // config of a nested repository the run cannot bind (a .git that is a symlink), then
-// waits, and bwrapkit is SIGKILLed (an agent's tool timeout does that). Its keeper must
-// have the audit done once the sandbox is gone: the .git moved aside, the host's git
-// status there running nothing of the command's, the pending record removed, and the
-// move said in the log beside it and by the next run, once. Without the keeper's audit
-// the payload ran.
+// waits, and bwrapkit is SIGKILLed (an agent's tool timeout does that), alone or with its
+// keeper (pkill -9 -f bwrapkit, a killed scope). The audit must still be done before any
+// git could run there: by the keeper once the sandbox is gone, or else by the next run on
+// the project before anything else. The .git is moved aside, the host's git status there
+// runs nothing of the command's, the pending record is removed, and the move is said once,
+// by the next run. Without either the payload ran.
 func TestAttackKilledCommitModeRunIsStillAudited(t *testing.T) {
 	bwrap := livetest.SystemBwrap(t)
-	repo := gitRepo(t)
-	environ, cache := attackEnv(t, bwrap)
-	pwned := filepath.Join(livetest.TempDir(t), "pwned")
-	if out, err := hostGit(repo, "init", "-q", "store-src").CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	os.MkdirAll(filepath.Join(repo, "store"), 0o755)
-	os.Rename(filepath.Join(repo, "store-src", ".git"), filepath.Join(repo, "store", "linked.git"))
-	os.RemoveAll(filepath.Join(repo, "store-src"))
-	os.MkdirAll(filepath.Join(repo, "linked"), 0o755)
-	os.Symlink("../store/linked.git", filepath.Join(repo, "linked", ".git"))
-	script := `printf '[core]\n\tfsmonitor = touch ` + pwned + `\n' >> linked/.git/config && touch armed && sleep 60`
-	cmd := exec.Command(builtBinary, "run", "--git", "commit", "--workdir-mode", "direct", "--workdir", repo, "--", "sh", "-c", script)
-	cmd.Env = environ
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor := func(what string, done func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !done(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatalf("%s: not within 20 s", what)
+	for _, withKeeper := range []bool{false, true} {
+		name := map[bool]string{false: "bwrapkit killed", true: "bwrapkit and its keeper killed"}[withKeeper]
+		t.Run(name, func(t *testing.T) {
+			repo := gitRepo(t)
+			environ, cache := attackEnv(t, bwrap)
+			pwned := filepath.Join(livetest.TempDir(t), "pwned")
+			if out, err := hostGit(repo, "init", "-q", "store-src").CombinedOutput(); err != nil {
+				t.Fatalf("%v %s", err, out)
 			}
+			os.MkdirAll(filepath.Join(repo, "store"), 0o755)
+			os.Rename(filepath.Join(repo, "store-src", ".git"), filepath.Join(repo, "store", "linked.git"))
+			os.RemoveAll(filepath.Join(repo, "store-src"))
+			os.MkdirAll(filepath.Join(repo, "linked"), 0o755)
+			os.Symlink("../store/linked.git", filepath.Join(repo, "linked", ".git"))
+			script := `printf '[core]\n\tfsmonitor = touch ` + pwned + `\n' >> linked/.git/config && touch armed && sleep 60`
+			cmd := exec.Command(builtBinary, "run", "--git", "commit", "--workdir-mode", "direct", "--workdir", repo, "--", "sh", "-c", script)
+			cmd.Env = environ
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor := func(what string, done func() bool) {
+				t.Helper()
+				for deadline := time.Now().Add(20 * time.Second); !done(); time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						cmd.Process.Kill()
+						cmd.Wait()
+						t.Fatalf("%s: not within 20 s", what)
+					}
+				}
+			}
+			waitFor("the command arming the config", func() bool { _, err := os.Stat(filepath.Join(repo, "armed")); return err == nil })
+			records, _ := filepath.Glob(filepath.Join(cache, "bwrapkit", "layers", "*", "audit-pending-*"))
+			if len(records) != 1 {
+				t.Fatalf("pending audit records while the run goes on: %v", records)
+			}
+			if withKeeper {
+				keeper := childNamed(cmd.Process.Pid, "sandbox-keeper")
+				if keeper == 0 {
+					t.Fatal("the run's keeper was not found")
+				}
+				_ = syscall.Kill(keeper, syscall.SIGKILL)
+			}
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			logFile := filepath.Join(filepath.Dir(records[0]), sandbox.AuditLogName)
+			if withKeeper {
+				// Nothing did the audit yet: bwrap's parent-death signal ends the sandbox
+				// (its command left pid 1 alone), and the record waits for the next run.
+				time.Sleep(500 * time.Millisecond)
+				if _, err := os.Lstat(records[0]); err != nil {
+					t.Fatalf("the record of a run killed with its keeper is gone: %v", err)
+				}
+			} else {
+				waitFor("the keeper's audit", func() bool { _, err := os.Stat(logFile); return err == nil })
+				said, _ := os.ReadFile(logFile)
+				if !strings.Contains(string(said), filepath.Join(repo, "linked", ".git")+" -> ") {
+					t.Errorf("the log does not say the move: %q", said)
+				}
+			}
+			config, _ := os.ReadFile(filepath.Join(repo, "store", "linked.git", "config"))
+			if !strings.Contains(string(config), pwned) {
+				t.Fatalf("the command did not arm the config, so the test proves nothing: %s", config)
+			}
+			// The next run on the project says it, once (and, after a kill with the keeper,
+			// does the audit first).
+			for i, want := range []bool{true, false} {
+				got := binaryRun(t, environ, "run", "--workdir-mode", "direct", "--workdir", repo, "--", "true")
+				if said := strings.Contains(got.stderr, "killed before its audit; the audit was done since") && strings.Contains(got.stderr, filepath.Join(repo, "linked", ".git")+" -> "); got.status != 0 || said != want {
+					t.Errorf("run %d after: status %d, said %v (want %v): %q", i+1, got.status, said, want, got.stderr)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(repo, "linked", ".git")); err == nil {
+				t.Error("linked/.git, armed by a killed run, was not moved aside")
+			}
+			if _, err := os.Lstat(records[0]); err == nil {
+				t.Errorf("the pending record %s was left", records[0])
+			}
+			out, err := hostGit(filepath.Join(repo, "linked"), "status").CombinedOutput()
+			t.Logf("host git status in linked: %v %s", err, out)
+			if _, err := os.Stat(pwned); err == nil {
+				t.Fatal("the host's git ran the killed run's code")
+			}
+		})
+	}
+}
+
+// childNamed is the pid of parent's child whose comm is name; 0 for none.
+func childNamed(parent int, name string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		open, close := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
+		if open < 0 || close < open {
+			continue
+		}
+		fields := strings.Fields(string(stat[close+1:]))
+		if string(stat[open+1:close]) == name && len(fields) > 1 && fields[1] == strconv.Itoa(parent) {
+			return pid
 		}
 	}
-	waitFor("the command arming the config", func() bool { _, err := os.Stat(filepath.Join(repo, "armed")); return err == nil })
-	records, _ := filepath.Glob(filepath.Join(cache, "bwrapkit", "layers", "*", "audit-pending-*"))
-	if len(records) != 1 {
-		t.Fatalf("pending audit records while the run goes on: %v", records)
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	logFile := filepath.Join(filepath.Dir(records[0]), sandbox.AuditLogName)
-	waitFor("the keeper's audit", func() bool { _, err := os.Stat(logFile); return err == nil })
-	config, _ := os.ReadFile(filepath.Join(repo, "store", "linked.git", "config"))
-	if !strings.Contains(string(config), pwned) {
-		t.Fatalf("the command did not arm the config, so the test proves nothing: %s", config)
-	}
-	if _, err := os.Lstat(filepath.Join(repo, "linked", ".git")); err == nil {
-		t.Error("linked/.git, armed by a killed run, was not moved aside")
-	}
-	said, _ := os.ReadFile(logFile)
-	if !strings.Contains(string(said), filepath.Join(repo, "linked", ".git")+" -> ") {
-		t.Errorf("the log does not say the move: %q", said)
-	}
-	if _, err := os.Lstat(records[0]); err == nil {
-		t.Errorf("the pending record %s was left", records[0])
-	}
-	out, err := hostGit(filepath.Join(repo, "linked"), "status").CombinedOutput()
-	t.Logf("host git status in linked: %v %s", err, out)
-	if _, err := os.Stat(pwned); err == nil {
-		t.Fatal("the host's git ran the killed run's code")
-	}
-	// The next run on the project says it, once.
-	for i, want := range []bool{true, false} {
-		got := binaryRun(t, environ, "run", "--workdir-mode", "direct", "--workdir", repo, "--", "true")
-		if said := strings.Contains(got.stderr, "killed before its audit, and its keeper did the audit") && strings.Contains(got.stderr, filepath.Join(repo, "linked", ".git")+" -> "); got.status != 0 || said != want {
-			t.Errorf("run %d after: status %d, said %v (want %v): %q", i+1, got.status, said, want, got.stderr)
-		}
-	}
+	return 0
 }
 
 // TestAttackCommitModeCannotMakeTheTopABareRepository: a commit-mode command spoils the

@@ -552,7 +552,7 @@ func earlierRunNotes(result sandbox.Result) []string {
 		notes = append(notes, fmt.Sprintf("an earlier run on this project was killed while landing its changes: part of them landed (each file whole, old or new); what did not is kept in %s", layer))
 	}
 	for _, line := range result.EarlierAudits {
-		notes = append(notes, "an earlier --git commit run on this project was killed before its audit, and its keeper did the audit: "+line)
+		notes = append(notes, "an earlier --git commit run on this project was killed before its audit; the audit was done since: "+line)
 	}
 	return notes
 }

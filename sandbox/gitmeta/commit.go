@@ -137,6 +137,19 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 	if info, err := os.Lstat(top); err != nil || !info.IsDir() {
 		return nil, nil
 	}
+	// An entry that was not there before goes without a look at what it leads to: 2,000
+	// symlinked .git entries made by the command, all leading to one directory of 100,000
+	// files, once kept the audit digesting for minutes, past the bound of a killed run's
+	// keeper. What was there is looked at once per git directory (memo).
+	memo := digests{}
+	changed := func(path string) bool {
+		was, had := before[path]
+		if !had {
+			return true
+		}
+		now, ok := stateOf(path, memo)
+		return !ok || now != was
+	}
 	var planted []string
 	for _, name := range gitRedirects() {
 		path := filepath.Join(top, name)
@@ -152,7 +165,7 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 			if slices.Contains(protect, path) || slices.Contains(planted, path) {
 				continue
 			}
-			if now, ok := stateOf(path); !ok || before[path] != now {
+			if changed(path) {
 				planted = append(planted, path)
 			}
 		}
@@ -163,7 +176,7 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 	defer relock()
 	var subs []string
 	for _, path := range found {
-		if state, ok := stateOf(path); !ok || before[path] != state {
+		if changed(path) {
 			subs = append(subs, path)
 		}
 	}
@@ -189,7 +202,7 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 	// enters it when a .git it meant is broken (a HEAD the command spoilt makes the work
 	// tree itself the repository git finds) or when run in it.
 	for _, dir := range bare {
-		if state, ok := stateOf(dir); !ok || before[dir] != state {
+		if changed(dir) {
 			planted = append(planted, filepath.Join(dir, "HEAD"))
 		}
 	}
@@ -198,15 +211,14 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 	var moved []string
 	var problems []error
 	for _, path := range planted {
-		aside := path + ".bwrapkit-quarantine"
 		// The parent is resolved first: a command may have swapped a directory on the
 		// way for a symlink, and the rename must not act elsewhere.
 		if real, err := filepath.EvalSymlinks(filepath.Dir(path)); err != nil || real != filepath.Dir(path) {
 			problems = append(problems, fmt.Errorf("%s is reached through a symlink now; not touched, but a host git would follow it: remove it by hand", path))
 			continue
 		}
-		os.RemoveAll(aside)
-		if err := os.Rename(path, aside); err != nil {
+		aside, err := moveAside(path)
+		if err != nil {
 			problems = append(problems, fmt.Errorf("cannot move %s aside: %w; remove it before running git here", path, err))
 			continue
 		}
@@ -222,6 +234,34 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 		problems = append(problems, fmt.Errorf("%s cannot be read, and may hold a repository the command planted; look inside before running git here", dir))
 	}
 	return moved, errors.Join(problems...)
+}
+
+// moveAside renames path to NAME.bwrapkit-quarantine, or -2, -3 and so on where an
+// earlier audit's quarantine is still there (the user's to restore: it was once removed
+// to make room, repository and all), never over anything.
+func moveAside(path string) (string, error) {
+	for n := 1; n <= 100; n++ {
+		aside := path + ".bwrapkit-quarantine"
+		if n > 1 {
+			aside += "-" + strconv.Itoa(n)
+		}
+		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, aside, unix.RENAME_NOREPLACE)
+		switch {
+		case err == nil:
+			return aside, nil
+		case errors.Is(err, unix.EEXIST):
+			continue
+		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS):
+			// A file system without RENAME_NOREPLACE: a name nothing holds, by a look.
+			if _, statErr := os.Lstat(aside); statErr == nil {
+				continue
+			}
+			return aside, os.Rename(path, aside)
+		default:
+			return "", err
+		}
+	}
+	return "", errors.New("100 earlier quarantines of it are still there")
 }
 
 // Repositories are the entries named .git below a workdir's top, each with its state
@@ -242,14 +282,15 @@ type repositoryState struct {
 // what commits write (topEntries).
 func RepositoriesBelow(workdir string) Repositories {
 	found := Repositories{}
+	memo := digests{}
 	for _, path := range topEntries(filepath.Join(workdir, ".git")) {
-		if state, ok := stateOf(path); ok {
+		if state, ok := stateOf(path, memo); ok {
 			found[path] = state
 		}
 	}
 	paths, _, bare, _ := gitEntriesBelow(workdir, false)
 	for _, path := range append(paths, bare...) {
-		if state, ok := stateOf(path); ok {
+		if state, ok := stateOf(path, memo); ok {
 			found[path] = state
 		}
 	}
@@ -257,13 +298,17 @@ func RepositoriesBelow(workdir string) Repositories {
 }
 
 // stateOf is path's repositoryState, not following a symlink for the entry's own part.
-func stateOf(path string) (repositoryState, bool) {
+func stateOf(path string, memo digests) (repositoryState, bool) {
 	id, ok := identity(path)
 	if !ok {
 		return repositoryState{}, false
 	}
-	return repositoryState{entry: id, runs: runsByDigest(path)}, true
+	return repositoryState{entry: id, runs: runsByDigest(path, memo)}, true
 }
+
+// digests are the git directories one inventory or audit has digested (digestGitDir),
+// by device and inode: many .git entries may lead to one directory.
+type digests map[[2]uint64]uint64
 
 // identity is path's device, inode and change time, not following a symlink; a
 // directory's without the change time, which every commit in it moves (a new index, a
@@ -292,19 +337,37 @@ func identity(path string) ([4]uint64, bool) {
 // work tree for a bare repository it could have planted there. A repository the run
 // could not bind read-only (NestedRepositories: a symlinked .git, those past maxNested, a
 // gitdir outside the project) was armed in place without changing its .git entry.
-func runsByDigest(entry string) uint64 {
+func runsByDigest(entry string, memo digests) uint64 {
 	digest := fnv.New64a()
 	dir := gitDirOf(digest, entry)
 	fmt.Fprintf(digest, "%s\x00", dir)
 	if dir == "" {
 		return digest.Sum64()
 	}
-	digestGitDir(digest, dir)
+	fmt.Fprintf(digest, "%x\x00", memo.of(dir))
 	if common, err := commonDir(dir); err == nil && common != "" && common != dir {
-		fmt.Fprintf(digest, "common %s\x00", common)
-		digestGitDir(digest, common)
+		fmt.Fprintf(digest, "common %s %x\x00", common, memo.of(common))
 	}
 	return digest.Sum64()
+}
+
+// of is dir's digestGitDir, taken once per directory.
+func (memo digests) of(dir string) uint64 {
+	var st unix.Stat_t
+	key, known := [2]uint64{}, false
+	if unix.Stat(dir, &st) == nil {
+		key, known = [2]uint64{st.Dev, st.Ino}, true
+		if sum, ok := memo[key]; ok {
+			return sum
+		}
+	}
+	digest := fnv.New64a()
+	digestGitDir(digest, dir)
+	sum := digest.Sum64()
+	if known {
+		memo[key] = sum
+	}
+	return sum
 }
 
 // topEntries are the entries directly in the top .git directory that a commit-mode run

@@ -802,3 +802,27 @@ func TestRelockActsOnTheDirectoryItOpened(t *testing.T) {
 		t.Errorf("the directory that was looked into was not locked again: %v", info.Mode())
 	}
 }
+
+// TestAuditKeepsAnEarlierQuarantine: a .git planted again where an earlier audit's
+// quarantine still waits for the user goes to a quarantine of its own; the earlier one
+// (and what it holds) was once removed to make room.
+func TestAuditKeepsAnEarlierQuarantine(t *testing.T) {
+	workdir := t.TempDir()
+	gitIn(t, workdir)("init", "-q")
+	before := RepositoriesBelow(workdir)
+	planted := filepath.Join(workdir, "sub", ".git")
+	for round := 1; round <= 2; round++ {
+		if err := os.MkdirAll(planted, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(planted, "round"), []byte(strconv.Itoa(round)), 0o644)
+		if moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git")}, before); err != nil || len(moved) != 1 {
+			t.Fatalf("round %d: moved %v, %v", round, moved, err)
+		}
+	}
+	for name, round := range map[string]string{".git.bwrapkit-quarantine": "1", ".git.bwrapkit-quarantine-2": "2"} {
+		if got, _ := os.ReadFile(filepath.Join(workdir, "sub", name, "round")); string(got) != round {
+			t.Errorf("%s holds round %q, want %q", name, got, round)
+		}
+	}
+}

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Pending is a commit-mode run's audit (Audit), written down before the run's command
@@ -33,9 +36,11 @@ type pendingEntry struct {
 }
 
 // WritePending writes p to path, whole or not at all (a temporary file renamed into
-// place), readable by its owner alone. dir(path) must be private to the caller: the
-// record says which directory a later audit moves entries in.
-func WritePending(path string, p Pending) error {
+// place), readable by its owner alone, and returns it open with a shared lock (flock)
+// taken before the rename: while the caller (and the run's keeper, which takes one too)
+// holds it, no later run takes the record for abandoned (AuditPending). dir(path) must be
+// private to the caller: the record says which directory a later audit moves entries in.
+func WritePending(path string, p Pending) (*os.File, error) {
 	file := pendingFile{Workdir: []byte(p.Workdir)}
 	for _, path := range p.Protect {
 		file.Protect = append(file.Protect, []byte(path))
@@ -45,22 +50,30 @@ func WritePending(path string, p Pending) error {
 	}
 	data, err := json.Marshal(file)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	temp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.Remove(temp.Name()) // gone once renamed
-	_, err = temp.Write(data)
-	if closeErr := temp.Close(); err == nil {
-		err = closeErr
+	err = unix.Flock(int(temp.Fd()), unix.LOCK_SH)
+	if err == nil {
+		_, err = temp.Write(data)
 	}
 	if err == nil {
 		err = os.Rename(temp.Name(), path)
 	}
-	return err
+	if err != nil {
+		temp.Close()
+		return nil, err
+	}
+	return temp, nil
 }
+
+// ErrPendingLive is AuditPending finding the record held: its run, or that run's keeper
+// or auditor, is alive.
+var ErrPendingLive = errors.New("the run that wrote it is still going (its bwrapkit, keeper or auditor holds it)")
 
 // ReadPending reads a record WritePending wrote.
 func ReadPending(path string) (Pending, error) {
@@ -86,21 +99,45 @@ func ReadPending(path string) (Pending, error) {
 	return p, nil
 }
 
-// AuditPending does the audit a record holds, then removes the record: what Audit
-// moved aside, and its error (what the user must still do, a spoilt HEAD say: the audit
-// is done all the same). A record already gone (its run audited itself) is no error and
-// moves nothing; one that cannot be read stays, for the error to name.
-func AuditPending(path string) ([]string, error) {
-	p, err := ReadPending(path)
+// AuditPending takes the record at path for itself (an exclusive lock, waiting at most
+// wait for the shared ones of a run, a keeper or an auditor to go), does the audit it
+// holds and removes it: what Audit moved aside, whether the audit was done, and the
+// error. A record that is gone (its run audited itself) is not done and no error; one
+// still held after wait is ErrPendingLive; one that cannot be read stays, for the error
+// to name.
+func AuditPending(path string, wait time.Duration) (moved []string, done bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	moved, err := Audit(p.Workdir, p.Protect, p.Before)
+	defer f.Close()
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return nil, false, ErrPendingLive
+	case err != nil:
+		return nil, false, err
+	}
+	// Locked: still the record at path, or did its run remove it meanwhile?
+	var held, named unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Lstat(path, &named) != nil || held.Dev != named.Dev || held.Ino != named.Ino {
+		return nil, false, nil
+	}
+	p, err := ReadPending(path)
+	if err != nil {
+		return nil, false, err
+	}
+	moved, err = Audit(p.Workdir, p.Protect, p.Before)
 	if removeErr := os.Remove(path); err == nil {
 		err = removeErr
 	}
-	return moved, err
+	return moved, true, err
 }

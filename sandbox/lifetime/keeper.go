@@ -31,8 +31,12 @@ const (
 	confirmFD  = 4
 )
 
-// confirmed is the keeper's answer once it holds the sandbox's pid 1.
-const confirmed = "held\n"
+// confirmed is the keeper's answer once it holds the sandbox's pid 1; recordNotHeld its
+// answer when it could not hold the run's pending audit (as long, so one read takes it).
+const (
+	confirmed     = "held\n"
+	recordNotHeld = "noau\n"
+)
 
 // endBound is how long the keeper goes on finding and killing the run's processes, and
 // quietBound how long it looks on after a look found nothing.
@@ -100,6 +104,9 @@ func (k *Keeper) Confirm(bound time.Duration) error {
 			return fmt.Errorf("the run's keeper (%s) did not confirm within %v that it holds the sandbox%s", k.executable, bound.Round(time.Millisecond), k.remedy())
 		}
 		return fmt.Errorf("the run's keeper (%s) did not confirm that it holds the sandbox (%v): it exited, or is not a keeper of this bwrapkit's build%s", k.executable, err, k.remedy())
+	}
+	if string(answer) == recordNotHeld {
+		return errors.New("the run's keeper could not hold the --git commit run's pending audit (a lock on its record, in bwrapkit's state for the project), so the audit would not survive bwrapkit's death; is that directory on a file system without flock?")
 	}
 	if string(answer) != confirmed {
 		return fmt.Errorf("the run's keeper (%s) answered %q, not %q%s", k.executable, answer, confirmed, k.remedy())
@@ -245,6 +252,8 @@ func Main(args []string) int {
 	lifeline := os.NewFile(lifelineFD, "lifeline")
 	answers := os.NewFile(confirmFD, "confirmations")
 	held := map[string]int{} // pidfds of what bwrapkit named, opened as soon as named
+	var record *os.File      // a pending audit's record, with a shared lock: see holdRecord
+	recordUnheld := false
 	state := follow(lifeline, func(msg message) {
 		// A cgroup line names no process: its path is in the state follow returns.
 		if msg.pid > 0 {
@@ -252,9 +261,19 @@ func Main(args []string) int {
 				held[msg.kind] = fd
 			}
 		}
+		if msg.kind == "audit" {
+			record = holdRecord(msg.path)
+			recordUnheld = record == nil
+		}
 		if msg.kind == "init" {
 			// Held by pidfd where the kernel has them, else by the token (end finds it).
-			_, _ = answers.WriteString(confirmed)
+			// Not with a pending audit the keeper could not hold: bwrapkit then refuses
+			// the run before its command exists.
+			answer := confirmed
+			if recordUnheld {
+				answer = recordNotHeld
+			}
+			_, _ = answers.WriteString(answer)
 		}
 	})
 	if state.done {
@@ -265,11 +284,37 @@ func Main(args []string) int {
 	if err := cgroup.End(state.cgroups, cgroupEndBound); err != nil {
 		fmt.Fprintln(os.Stderr, "bwrapkit keeper:", err)
 	}
-	end(held, token)
+	gone := end(held, token)
 	if state.auditor != "" && state.audit != "" {
-		audit(state.auditor, state.audit)
+		if gone {
+			// Let go just before the auditor takes the record for itself. Should a run
+			// starting meanwhile take it first, that run does the audit instead.
+			record.Close()
+			audit(state.auditor, state.audit)
+		} else {
+			logAudit(state.audit, fmt.Sprintf("the run's processes did not end within %v, so its keeper did no audit (it would race them); the record stays (%s) for the next run on the project, which does the audit first: until then, run no git in the project", exitBound, state.audit))
+		}
 	}
 	return 0
+}
+
+// exitBound is how long the keeper waits for what it killed to be gone.
+const exitBound = 5 * time.Second
+
+// holdRecord opens a pending audit's record and takes a shared lock on it, which the
+// keeper holds until it has the audit done (or bwrapkit says "done"): while it does, no
+// later run takes the record for one whose run, keeper and auditor all died. nil if the
+// record cannot be held.
+func holdRecord(path string) *os.File {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	if unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil {
+		f.Close()
+		return nil
+	}
+	return f
 }
 
 // audit starts the auditor on the record, once nothing of the run is left to race it,
@@ -287,9 +332,13 @@ func audit(auditor, record string) {
 	if err == nil {
 		return
 	}
-	line := fmt.Sprintf("%s the --git commit run whose bwrapkit died before its audit: the audit did not finish (%v, bound %v); run `%s %s %s` before you run git in the project (a later run's audit would take what this run left as its start)\n",
-		time.Now().UTC().Format(time.RFC3339), err, auditBound, auditor, AuditCommand, record)
-	if log, openErr := os.OpenFile(path.Join(path.Dir(record), AuditLogName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); openErr == nil {
+	logAudit(record, fmt.Sprintf("the audit its keeper started (%s) did not finish (%v, bound %v); the record stays (%s) for the next run on the project, which does the audit first: until then, run no git in the project", auditor, err, auditBound, record))
+}
+
+// logAudit says in AuditLogName beside record what became of a killed run's audit.
+func logAudit(record, what string) {
+	line := time.Now().UTC().Format(time.RFC3339) + " a --git commit run whose bwrapkit died before its audit: " + what + "\n"
+	if log, err := os.OpenFile(path.Join(path.Dir(record), AuditLogName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 		_, _ = log.WriteString(line)
 		log.Close()
 	}
@@ -302,8 +351,9 @@ const AuditLogName = "audit-after-kill.log"
 // end kills the run: pid 1 first (the kernel then kills every process of its pid
 // namespace, setsid, double forks and all), then bwrap, then whatever still carries the
 // run's token (a bwrap child before its uid map, when bwrapkit died before naming it),
-// until a look finds nothing or the bound passes.
-func end(held map[string]int, token string) {
+// until a look finds nothing or the bound passes; then it waits for what it killed to be
+// gone (pid 1 exits only once every process of its namespace has), and says whether it is.
+func end(held map[string]int, token string) bool {
 	var killed []int
 	for _, kind := range []string{"init", "bwrap"} {
 		if fd, ok := held[kind]; ok {
@@ -328,7 +378,7 @@ func end(held map[string]int, token string) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	awaitExit(killed, deadline)
+	return awaitExit(killed, time.Now().Add(exitBound))
 }
 
 // killMarked kills every process whose environment carries the token, each through a
@@ -363,17 +413,20 @@ func killMarked(token string) []int {
 	return killed
 }
 
-// awaitExit waits until every pidfd reports its process gone (readable), or deadline.
-func awaitExit(pidfds []int, deadline time.Time) {
+// awaitExit waits until every pidfd reports its process gone (readable), or deadline,
+// and says whether all did.
+func awaitExit(pidfds []int, deadline time.Time) bool {
+	all := true
 	for _, fd := range pidfds {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for time.Now().Before(deadline) {
+		exited := false
+		for !exited && time.Now().Before(deadline) {
 			n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1)
-			if n > 0 || (err != nil && !errors.Is(err, unix.EINTR)) {
-				break
-			}
+			exited = n > 0 || (err != nil && !errors.Is(err, unix.EINTR))
 		}
+		all = all && exited
 	}
+	return all
 }
 
 // KeeperMain makes a program that embeds the runner its own keeper: call it first in

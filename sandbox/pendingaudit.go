@@ -133,17 +133,19 @@ func logAudit(dir, line string) {
 // pickUpAudits does the pending audits of the project that nobody holds: runs killed
 // together with their keeper (pkill -9 -f bwrapkit, a killed scope), whose plants would
 // otherwise be taken for the project's own by this run's inventory. Each is logged like
-// the keeper's. A record that cannot be read is an error: a commit-mode run is refused
-// on it (its inventory would take in what the killed run left).
-func pickUpAudits(policy Policy) error {
+// the keeper's; what they moved aside is returned. A record that cannot be read is an
+// error: a commit-mode run is refused on it (its inventory would take in what the killed
+// run left).
+func pickUpAudits(policy Policy) ([]string, error) {
 	if policy.PolicyBase == "" {
-		return nil
+		return nil, nil
 	}
 	dir := filepath.Dir(policy.PolicyBase)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil // no state for the project yet
+		return nil, nil // no state for the project yet
 	}
+	var all []string
 	var problems []error
 	for _, entry := range entries {
 		name := entry.Name()
@@ -158,12 +160,25 @@ func pickUpAudits(policy Policy) error {
 				continue
 			}
 			logAudit(dir, auditLine("the next run on the project", moved, done, err, path))
+			all = append(all, moved...)
 			if !done {
 				problems = append(problems, fmt.Errorf("%s: %w", path, err))
 			}
 		}
 	}
-	return errors.Join(problems...)
+	return all, errors.Join(problems...)
+}
+
+// pickedUpError is a run refused because the audits pickUpAudits did moved entries of the
+// project aside after its policy was resolved (the binds of nested repositories among
+// them): the run goes again, on the project as it is now.
+func pickedUpError(moved []string) error {
+	const shown = 3
+	list := strings.Join(moved[:min(shown, len(moved))], ", ")
+	if len(moved) > shown {
+		list += fmt.Sprintf(" and %d more", len(moved)-shown)
+	}
+	return fmt.Errorf("an earlier --git commit run on this project was killed together with its keeper before its audit; the audit was done now and moved aside %s, after this run's policy was resolved: run it again", list)
 }
 
 // removeUnheld removes path if nobody holds a lock on it.

@@ -182,8 +182,11 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 	}
 	// Earlier commit-mode runs killed with their keeper left audits nobody did: done
 	// first, or this run's inventory would take their plants for the project's own.
-	if err := pickUpAudits(policy); err != nil && policy.Git == GitCommit {
+	switch picked, err := pickUpAudits(policy); {
+	case err != nil && policy.Git == GitCommit:
 		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: fmt.Errorf("an earlier --git commit run on this project was killed before its audit, and the audit cannot be done now: %w; look at the project's nested repositories (git status in each) and remove the record to go on", err)}
+	case len(picked) > 0:
+		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: pickedUpError(picked)}
 	}
 	before := repositoriesBefore(policy)
 	if opts.Keeper != "" && opts.Auditor != "" {

@@ -1583,8 +1583,8 @@ test: ./cmd/bwrapkit TestAttackKilledCommitModeRunIsStillAudited
 what: a --git commit run tells its keeper of its pending audit before bwrap starts
 
 file: sandbox/run.go
-line: if err := pickUpAudits(policy); err != nil && policy.Git == GitCommit {
-into: if err := error(nil); err != nil {
+line: switch picked, err := pickUpAudits(policy); {
+into: switch picked, err := []string(nil), error(nil); {
 test: ./cmd/bwrapkit TestAttackKilledCommitModeRunIsStillAudited
 what: a run first does the pending audits of earlier commit-mode runs killed together with their keeper
 

@@ -329,8 +329,15 @@ func TestAttackKilledCommitModeRunIsStillAudited(t *testing.T) {
 			if !strings.Contains(string(config), pwned) {
 				t.Fatalf("the command did not arm the config, so the test proves nothing: %s", config)
 			}
-			// The next run on the project says it, once (and, after a kill with the keeper,
-			// does the audit first).
+			if withKeeper {
+				// The next run does the audit first, and goes no further: its policy was
+				// resolved on the project as the killed run left it.
+				got := binaryRun(t, environ, "run", "--workdir-mode", "direct", "--workdir", repo, "--", "true")
+				if got.status != 125 || !strings.Contains(got.stderr, "the audit was done now and moved aside "+filepath.Join(repo, "linked", ".git")) || !strings.Contains(got.stderr, "run it again") {
+					t.Errorf("the run after a kill with the keeper: status %d %q", got.status, got.stderr)
+				}
+			}
+			// The next run on the project says it, once.
 			for i, want := range []bool{true, false} {
 				got := binaryRun(t, environ, "run", "--workdir-mode", "direct", "--workdir", repo, "--", "true")
 				if said := strings.Contains(got.stderr, "killed before its audit; the audit was done since") && strings.Contains(got.stderr, filepath.Join(repo, "linked", ".git")+" -> "); got.status != 0 || said != want {

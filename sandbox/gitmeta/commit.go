@@ -586,25 +586,37 @@ func gitEntriesBelow(workdir string, unlock bool) (found, unreadable, bare []str
 		mode uint32
 	}
 	var unlocked []opened
+	// open opens name below the directory parent for reading, never through a symlink;
+	// one it cannot read is opened to its owner first (with unlock), through an O_PATH
+	// descriptor of that very directory, which is kept for relock.
+	open := func(parent int, name string) (int, error) {
+		const flags = unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		fd, err := unix.Openat(parent, name, unix.O_RDONLY|flags, 0)
+		if err == nil || !unlock || !errors.Is(err, unix.EACCES) {
+			return fd, err
+		}
+		pathFD, pathErr := unix.Openat(parent, name, unix.O_PATH|flags, 0)
+		if pathErr != nil {
+			return -1, err
+		}
+		var st unix.Stat_t
+		// The whole mode is kept and put back: setgid and sticky bits included.
+		if unix.Fstat(pathFD, &st) != nil || chmodFD(pathFD, st.Mode&0o7777|0o500) != nil {
+			unix.Close(pathFD)
+			return -1, err
+		}
+		unlocked = append(unlocked, opened{pathFD, st.Mode & 0o7777})
+		return unix.Openat(pathFD, ".", unix.O_RDONLY|flags, 0)
+	}
 	var walk func(fd int, dir string)
 	walk = func(fd int, dir string) {
-		entries, err := readDirFD(fd)
-		if err != nil && unlock {
-			var st unix.Stat_t
-			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				// The whole mode is kept and put back: setgid and sticky bits included.
-				mode := st.Mode & 0o7777
-				if chmodFD(fd, mode|0o500) == nil {
-					if kept, dupErr := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); dupErr == nil {
-						unlocked = append(unlocked, opened{kept, mode})
-					}
-					entries, err = readDirFD(fd)
-				}
-			}
-		}
+		f := os.NewFile(uintptr(fd), dir)
+		defer f.Close()
+		entries, err := f.ReadDir(-1)
 		if err != nil {
 			unreadable = append(unreadable, dir)
 		}
+		slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }) // as os.ReadDir
 		if bareShaped(entries) {
 			bare = append(bare, dir)
 		}
@@ -616,19 +628,24 @@ func gitEntriesBelow(workdir string, unlock bool) (found, unreadable, bare []str
 					found = append(found, path)
 				}
 			case entry.IsDir():
-				child, err := unix.Openat(fd, entry.Name(), unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				child, err := open(fd, entry.Name())
 				if err != nil {
-					unreadable = append(unreadable, path) // replaced meanwhile, or out of descriptors
+					unreadable = append(unreadable, path) // unreadable, replaced meanwhile, or out of descriptors
 					continue
 				}
 				walk(child, path)
-				unix.Close(child)
 			}
 		}
 	}
-	if fd, err := unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+	// The top by its real path (the workdir a policy names is resolved already; a record's
+	// too), below it nothing through a symlink.
+	real, err := filepath.EvalSymlinks(workdir)
+	fd := -1
+	if err == nil {
+		fd, err = open(unix.AT_FDCWD, real)
+	}
+	if err == nil {
 		walk(fd, workdir)
-		unix.Close(fd)
 	} else {
 		unreadable = append(unreadable, workdir)
 	}
@@ -639,20 +656,6 @@ func gitEntriesBelow(workdir string, unlock bool) (found, unreadable, bare []str
 		}
 		unlocked = nil
 	}
-}
-
-// readDirFD lists the directory fd (an O_PATH descriptor) names, through a descriptor
-// of its own opened on that same directory.
-func readDirFD(fd int) ([]fs.DirEntry, error) {
-	dirFD, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	dir := os.NewFile(uintptr(dirFD), ".")
-	defer dir.Close()
-	entries, err := dir.ReadDir(-1)
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }) // as os.ReadDir
-	return entries, err
 }
 
 // chmodFD changes the mode of the file fd names, an O_PATH descriptor (which fchmod

@@ -104,7 +104,7 @@ func isRecordName(name string) bool {
 func auditLine(who string, moved []string, done bool, err error, record string) string {
 	line := time.Now().UTC().Format(time.RFC3339) + " a --git commit run whose bwrapkit died before its audit"
 	if !done {
-		return line + ": its audit was not done by " + who + " (" + err.Error() + "); the record stays, " + record + ", for the next run on the project; until then, run no git in the project"
+		return line + ": its audit was not done by " + who + " (" + oneLine(err.Error()) + "); the record stays, " + record + ", for the next run on the project; until then, run no git in the project"
 	}
 	line += ", audited by " + who
 	const shown = 20
@@ -117,10 +117,21 @@ func auditLine(who string, moved []string, done bool, err error, record string) 
 		line += "; moved aside: " + strings.Join(moved, ", ")
 	}
 	if err != nil {
-		line += "; " + err.Error()
+		line += "; " + oneLine(err.Error())
 	}
 	return line
 }
+
+// oneLine is an error's words on one line: the audit joins its problems with newlines,
+// and each paths it names is Shown already.
+func oneLine(words string) string { return strings.ReplaceAll(words, "\n", "; ") }
+
+// maxLogLines and maxLogLine bound what a run says of the log (takeAuditLog): its lines
+// are bwrapkit's, but a project can gather many killed runs.
+const (
+	maxLogLines = 20
+	maxLogLine  = 4096
+)
 
 // logAudit appends line to the project's AuditLogName in dir.
 func logAudit(dir, line string) {
@@ -136,14 +147,14 @@ func logAudit(dir, line string) {
 // the keeper's; what they moved aside is returned. A record that cannot be read is an
 // error: a commit-mode run is refused on it (its inventory would take in what the killed
 // run left).
-func pickUpAudits(policy Policy) ([]string, error) {
+func pickUpAudits(policy Policy) (moved []string, live int, err error) {
 	if policy.PolicyBase == "" {
-		return nil, nil
+		return nil, 0, nil
 	}
 	dir := filepath.Dir(policy.PolicyBase)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, nil // no state for the project yet
+		return nil, 0, nil // no state for the project yet
 	}
 	var all []string
 	var problems []error
@@ -156,7 +167,11 @@ func pickUpAudits(policy Policy) ([]string, error) {
 			removeUnheld(path) // a record's temporary file: its run died before bwrap started
 		default:
 			moved, done, err := gitmeta.AuditPending(path, 0)
-			if errors.Is(err, gitmeta.ErrPendingLive) || (!done && err == nil) {
+			if errors.Is(err, gitmeta.ErrPendingLive) {
+				live++
+				continue
+			}
+			if !done && err == nil {
 				continue
 			}
 			logAudit(dir, auditLine("the next run on the project", moved, done, err, path))
@@ -166,7 +181,37 @@ func pickUpAudits(policy Policy) ([]string, error) {
 			}
 		}
 	}
-	return all, errors.Join(problems...)
+	return all, live, errors.Join(problems...)
+}
+
+// commitLockName is the lock a --git commit run holds on its project from before its
+// inventory to the end of its audit (lockCommitRuns).
+const commitLockName = "commit.lock"
+
+// lockCommitRuns keeps --git commit runs on one project from overlapping: two at once
+// could each undo what the other's audit did (a second run's command renamed the first's
+// quarantine back, and its own inventory had taken the plant for the project's own). The
+// lock is held until the returned file is closed; a run that finds it taken is refused.
+func lockCommitRuns(policy Policy) (*os.File, error) {
+	if policy.Git != GitCommit {
+		return nil, nil
+	}
+	dir := filepath.Dir(policy.PolicyBase) // set in commit mode (recordPolicyBase refuses otherwise)
+	if err := home.ProvePrivate(dir); err != nil {
+		return nil, fmt.Errorf("--git commit keeps its lock in %s: %w", dir, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, commitLockName), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--git commit's lock on the project: %w", err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, errors.New("another --git commit run on this project is under way: run this one once it has ended (two at once could each undo what the other's audit did)")
+		}
+		return nil, fmt.Errorf("--git commit's lock on the project: %w", err)
+	}
+	return lock, nil
 }
 
 // pickedUpError is a run refused because the audits pickUpAudits did moved entries of the
@@ -181,13 +226,17 @@ func pickedUpError(moved []string) error {
 	return fmt.Errorf("an earlier --git commit run on this project was killed together with its keeper before its audit; the audit was done now and moved aside %s, after this run's policy was resolved: run it again", list)
 }
 
-// removeUnheld removes path if nobody holds a lock on it.
+// removeUnheld removes a record's temporary file that nobody holds and that is older
+// than a minute (a younger one may be a starting run's, between its making and its lock).
 func removeUnheld(path string) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := gitmeta.OpenRecord(path)
 	if err != nil {
 		return
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err != nil || time.Since(info.ModTime()) < time.Minute {
+		return
+	}
 	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
 		os.Remove(path)
 	}
@@ -211,5 +260,14 @@ func takeAuditLog(policy Policy) []string {
 	if err != nil {
 		return nil
 	}
-	return strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > maxLogLines {
+		lines = append([]string{fmt.Sprintf("(%d earlier lines not shown)", len(lines)-maxLogLines)}, lines[len(lines)-maxLogLines:]...)
+	}
+	for i, line := range lines {
+		if len(line) > maxLogLine {
+			lines[i] = line[:maxLogLine] + " ..."
+		}
+	}
+	return lines
 }

@@ -180,11 +180,19 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 	if policy.NetProxy.Joined {
 		plan.joiner = opts.NetJoiner
 	}
+	// One commit-mode run on a project at a time, from its inventory to its audit.
+	commitLock, err := lockCommitRuns(policy)
+	if err != nil {
+		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: err}
+	}
+	defer commitLock.Close()
 	// Earlier commit-mode runs killed with their keeper left audits nobody did: done
 	// first, or this run's inventory would take their plants for the project's own.
-	switch picked, err := pickUpAudits(policy); {
+	switch picked, live, err := pickUpAudits(policy); {
 	case err != nil && policy.Git == GitCommit:
 		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: fmt.Errorf("an earlier --git commit run on this project was killed before its audit, and the audit cannot be done now: %w; look at the project's nested repositories (git status in each) and remove the record to go on", err)}
+	case live > 0 && policy.Git == GitCommit:
+		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: errors.New("a --git commit run on this project whose bwrapkit was killed is still being ended and audited by its keeper: run this one in a moment (its inventory would take what that run left for the project's own)")}
 	case len(picked) > 0:
 		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: pickedUpError(picked)}
 	}

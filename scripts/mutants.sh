@@ -1583,10 +1583,16 @@ test: ./cmd/bwrapkit TestAttackKilledCommitModeRunIsStillAudited
 what: a --git commit run tells its keeper of its pending audit before bwrap starts
 
 file: sandbox/run.go
-line: switch picked, err := pickUpAudits(policy); {
-into: switch picked, err := []string(nil), error(nil); {
+line: switch picked, live, err := pickUpAudits(policy); {
+into: switch picked, live, err := []string(nil), 0, error(nil); {
 test: ./cmd/bwrapkit TestAttackKilledCommitModeRunIsStillAudited
 what: a run first does the pending audits of earlier commit-mode runs killed together with their keeper
+
+file: sandbox/run.go
+line: commitLock, err := lockCommitRuns(policy)
+into: commitLock, err := (*os.File)(nil), error(nil)
+test: ./cmd/bwrapkit TestAttackCommitModeRunsDoNotOverlap
+what: --git commit runs on one project do not overlap (a second run's command renamed the first's quarantine back, and its inventory kept the plant)
 
 file: sandbox/gitmeta/commit.go
 line: subs = append(subs, path)

@@ -359,6 +359,40 @@ func TestAttackKilledCommitModeRunIsStillAudited(t *testing.T) {
 	}
 }
 
+// TestAttackCommitModeRunsDoNotOverlap: a second --git commit run on a project while
+// one goes on is refused: its command could rename the first's quarantine back after
+// that audit, and its own inventory, taken while the plant was there, would keep it (the
+// host's git status then ran the first command's fsmonitor). Other runs go on.
+func TestAttackCommitModeRunsDoNotOverlap(t *testing.T) {
+	bwrap := livetest.SystemBwrap(t)
+	repo := gitRepo(t)
+	environ, _ := attackEnv(t, bwrap)
+	first := exec.Command(builtBinary, "run", "--git", "commit", "--workdir-mode", "direct", "--workdir", repo, "--", "sh", "-c", "touch started && sleep 60")
+	first.Env = environ
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { first.Process.Kill(); first.Wait() }()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(repo, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first run's command never started")
+		}
+	}
+	got := binaryRun(t, environ, "run", "--git", "commit", "--workdir-mode", "direct", "--workdir", repo, "--", "touch", "second")
+	if got.status != 125 || !strings.Contains(got.stderr, "another --git commit run on this project is under way") {
+		t.Errorf("a second commit-mode run: status %d %q", got.status, got.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "second")); err == nil {
+		t.Error("the second commit-mode run's command ran")
+	}
+	if got := binaryRun(t, environ, "run", "--workdir-mode", "direct", "--workdir", repo, "--", "true"); got.status != 0 {
+		t.Errorf("a readonly run beside it: status %d %q", got.status, got.stderr)
+	}
+}
+
 // childNamed is the pid of parent's child whose comm is name; 0 for none.
 func childNamed(parent int, name string) int {
 	entries, _ := os.ReadDir("/proc")

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/bwrapkit/bwrapkit/internal/pathtree"
 	"github.com/bwrapkit/bwrapkit/internal/safefile"
@@ -214,15 +216,15 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 		// The parent is resolved first: a command may have swapped a directory on the
 		// way for a symlink, and the rename must not act elsewhere.
 		if real, err := filepath.EvalSymlinks(filepath.Dir(path)); err != nil || real != filepath.Dir(path) {
-			problems = append(problems, fmt.Errorf("%s is reached through a symlink now; not touched, but a host git would follow it: remove it by hand", path))
+			problems = append(problems, fmt.Errorf("%s is reached through a symlink now; not touched, but a host git would follow it: remove it by hand", Shown(path)))
 			continue
 		}
 		aside, err := moveAside(path)
 		if err != nil {
-			problems = append(problems, fmt.Errorf("cannot move %s aside: %w; remove it before running git here", path, err))
+			problems = append(problems, fmt.Errorf("cannot move %s aside: %w; remove it before running git here", Shown(path), err))
 			continue
 		}
-		moved = append(moved, path+" -> "+aside)
+		moved = append(moved, Shown(path)+" -> "+Shown(aside))
 	}
 	if indexErr != nil {
 		problems = append(problems, fmt.Errorf("after the run, .git/index cannot be read to check for added submodules (%v); every .git below the top that was not read-only during the run was moved aside", indexErr))
@@ -231,9 +233,20 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 		problems = append(problems, fmt.Errorf("%s/HEAD is no longer one git accepts, so git does not take %s for the repository (and looks for one elsewhere); restore it (e.g. ref: refs/heads/main) before running git here", top, top))
 	}
 	for _, dir := range hidden {
-		problems = append(problems, fmt.Errorf("%s cannot be read, and may hold a repository the command planted; look inside before running git here", dir))
+		problems = append(problems, fmt.Errorf("%s cannot be read, and may hold a repository the command planted; look inside before running git here", Shown(dir)))
 	}
 	return moved, errors.Join(problems...)
+}
+
+// Shown is path as bwrapkit prints it: as it is, or quoted (Go syntax) when it holds a
+// control character or bytes that are not UTF-8. A command names the entries an audit
+// reports, and a name with a newline in it once printed lines of the command's making
+// as bwrapkit's own.
+func Shown(path string) string {
+	if !utf8.ValidString(path) || strings.ContainsFunc(path, unicode.IsControl) {
+		return strconv.Quote(path)
+	}
+	return path
 }
 
 // moveAside renames path to NAME.bwrapkit-quarantine, or -2, -3 and so on where an
@@ -627,6 +640,11 @@ func gitEntriesBelow(workdir string, unlock bool) (found, unreadable, bare []str
 				if path != top {
 					found = append(found, path)
 				}
+			case entry.IsDir() && len(path) >= unix.PathMax:
+				// Past PATH_MAX, as the walk by path it replaced stopped (and git's own
+				// paths do): said, not walked, so a tree thousands deep costs neither a
+				// descriptor per level nor its paths' squares in memory.
+				unreadable = append(unreadable, path)
 			case entry.IsDir():
 				child, err := open(fd, entry.Name())
 				if err != nil {

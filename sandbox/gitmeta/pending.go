@@ -62,13 +62,34 @@ func WritePending(path string, p Pending) (*os.File, error) {
 		_, err = temp.Write(data)
 	}
 	if err == nil {
+		err = temp.Sync() // whole on disk before it has its name: a crash leaves no empty record
+	}
+	if err == nil {
 		err = os.Rename(temp.Name(), path)
 	}
 	if err != nil {
 		temp.Close()
 		return nil, err
 	}
+	if dir, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = dir.Sync()
+		dir.Close()
+	}
 	return temp, nil
+}
+
+// OpenRecord opens a record for its lock, and only a regular file: never through a
+// symlink, and never waiting on a fifo (one there hung every run on the project).
+func OpenRecord(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return f, nil
 }
 
 // ErrPendingLive is AuditPending finding the record held: its run, or that run's keeper
@@ -106,7 +127,7 @@ func ReadPending(path string) (Pending, error) {
 // still held after wait is ErrPendingLive; one that cannot be read stays, for the error
 // to name.
 func AuditPending(path string, wait time.Duration) (moved []string, done bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := OpenRecord(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}

@@ -306,11 +306,11 @@ const exitBound = 5 * time.Second
 // later run takes the record for one whose run, keeper and auditor all died. nil if the
 // record cannot be held.
 func holdRecord(path string) *os.File {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil
 	}
-	if unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil {
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() || unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil {
 		f.Close()
 		return nil
 	}

@@ -1559,7 +1559,7 @@ test: ./sandbox TestAncestorsUnderAWritableBindArePinned
 what: a protected path's parents are pinned unless the bind mounted last over them is read-only (an --ro parent of the project once left a submodule's directory renamable)
 
 file: sandbox/gitmeta/commit.go
-line: problems = append(problems, fmt.Errorf("%s is reached through a symlink now; not touched, but a host git would follow it: remove it by hand", path))
+line: problems = append(problems, fmt.Errorf("%s is reached through a symlink now; not touched, but a host git would follow it: remove it by hand", Shown(path)))
 into: return moved, fmt.Errorf("%s is reached through a symlink now", path)
 test: ./sandbox/gitmeta TestAuditGoesOnPastWhatItCannotMove
 what: the audit goes on past a .git it cannot move aside (a symlinked first one left a later planted one in place)
@@ -1739,7 +1739,7 @@ test: ./platform TestProcViewOnKernelsBeforeTheEmptyDirectoryRule
 what: mounts on /proc's empty directories count before Linux 4.2
 
 file: sandbox/gitmeta/commit.go
-line: return repositoryState{entry: id, runs: runsByDigest(path)}, true
+line: return repositoryState{entry: id, runs: runsByDigest(path, memo)}, true
 into: return repositoryState{entry: id}, true
 test: ./sandbox/gitmeta TestAuditSeesWhatRunsEditedInPlace
 what: commit mode's audit sees a nested repository's config armed in place where no bind kept it read-only
@@ -1751,7 +1751,7 @@ test: ./sandbox/gitmeta TestAuditSeesWhatRunsEditedInPlace
 what: commit mode's audit sees a hook of an unbound nested repository edited in place
 
 file: sandbox/gitmeta/commit.go
-line: digestGitDir(digest, common)
+line: fmt.Fprintf(digest, "common %s %x\x00", common, memo.of(common))
 into: _ = common
 test: ./sandbox/gitmeta TestAuditSeesWhatRunsEditedInPlace
 what: commit mode's audit sees the config of an unbound nested repository's common directory edited in place

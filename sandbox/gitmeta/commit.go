@@ -213,13 +213,19 @@ func Audit(workdir string, protect []string, before Repositories) ([]string, err
 	var moved []string
 	var problems []error
 	for _, path := range planted {
-		// The parent is resolved first: a command may have swapped a directory on the
-		// way for a symlink, and the rename must not act elsewhere.
-		if real, err := filepath.EvalSymlinks(filepath.Dir(path)); err != nil || real != filepath.Dir(path) {
+		// The parent is opened from the workdir down, never through a symlink, and the
+		// rename goes through that descriptor: a command (or a concurrent run) may swap
+		// a directory on the way for a symlink, and the rename must not act elsewhere.
+		parent, err := parentBeneath(workdir, path)
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 			problems = append(problems, fmt.Errorf("%s is reached through a symlink now; not touched, but a host git would follow it: remove it by hand", Shown(path)))
 			continue
 		}
-		aside, err := moveAside(path)
+		var aside string
+		if err == nil {
+			aside, err = moveAside(parent, path)
+			unix.Close(parent)
+		}
 		if err != nil {
 			problems = append(problems, fmt.Errorf("cannot move %s aside: %w; remove it before running git here", Shown(path), err))
 			continue
@@ -249,16 +255,60 @@ func Shown(path string) string {
 	return path
 }
 
-// moveAside renames path to NAME.bwrapkit-quarantine, or -2, -3 and so on where an
-// earlier audit's quarantine is still there (the user's to restore: it was once removed
-// to make room, repository and all), never over anything.
-func moveAside(path string) (string, error) {
+// parentBeneath opens the directory holding path, which lies below workdir, one part at
+// a time from the workdir down and never through a symlink: an O_PATH descriptor, or an
+// error (ELOOP or ENOTDIR where a part is a symlink now).
+func parentBeneath(workdir, path string) (int, error) {
+	rel, err := filepath.Rel(workdir, filepath.Dir(path))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return -1, fmt.Errorf("%s is not below the workdir", Shown(path))
+	}
+	real, err := filepath.EvalSymlinks(workdir)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := unix.Open(real, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil || rel == "." {
+		return fd, err
+	}
+	for part := range strings.SplitSeq(rel, "/") {
+		next, err := unix.Openat(fd, part, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// moveAside renames path, in the directory parent (parentBeneath's), to
+// NAME.bwrapkit-quarantine, or -2, -3 and so on where an earlier audit's quarantine is
+// still there (the user's to restore: it was once removed to make room, repository and
+// all), never over anything. A parent the command left unwritable is opened to its owner
+// for the move, through the descriptor, and closed again (a chmod 555 once kept a plant
+// in place).
+func moveAside(parent int, path string) (string, error) {
+	name := filepath.Base(path)
+	aside, err := renameAside(parent, name)
+	if errors.Is(err, unix.EACCES) {
+		var st unix.Stat_t
+		if unix.Fstat(parent, &st) == nil && chmodFD(parent, st.Mode&0o7777|0o300) == nil {
+			aside, err = renameAside(parent, name)
+			_ = chmodFD(parent, st.Mode&0o7777)
+		}
+	}
+	return filepath.Join(filepath.Dir(path), aside), err
+}
+
+// renameAside is moveAside's rename: the first quarantine name nothing holds.
+func renameAside(parent int, name string) (string, error) {
 	for n := 1; n <= 100; n++ {
-		aside := path + ".bwrapkit-quarantine"
+		aside := name + ".bwrapkit-quarantine"
 		if n > 1 {
 			aside += "-" + strconv.Itoa(n)
 		}
-		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, aside, unix.RENAME_NOREPLACE)
+		err := unix.Renameat2(parent, name, parent, aside, unix.RENAME_NOREPLACE)
 		switch {
 		case err == nil:
 			return aside, nil
@@ -266,10 +316,10 @@ func moveAside(path string) (string, error) {
 			continue
 		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS):
 			// A file system without RENAME_NOREPLACE: a name nothing holds, by a look.
-			if _, statErr := os.Lstat(aside); statErr == nil {
+			if unix.Fstatat(parent, aside, new(unix.Stat_t), unix.AT_SYMLINK_NOFOLLOW) == nil {
 				continue
 			}
-			return aside, os.Rename(path, aside)
+			return aside, unix.Renameat(parent, name, parent, aside)
 		default:
 			return "", err
 		}

@@ -826,3 +826,25 @@ func TestAuditKeepsAnEarlierQuarantine(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditMovesOutOfAnUnwritableDirectory: a command that plants a repository and then
+// takes the write bit off its parent (chmod 555) does not keep it in place: the parent is
+// opened to its owner for the move, through its descriptor, and closed again after.
+func TestAuditMovesOutOfAnUnwritableDirectory(t *testing.T) {
+	workdir := t.TempDir()
+	gitIn(t, workdir)("init", "-q")
+	before := RepositoriesBelow(workdir)
+	sub := filepath.Join(workdir, "ro")
+	if err := os.MkdirAll(filepath.Join(sub, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(sub, 0o555)
+	t.Cleanup(func() { os.Chmod(sub, 0o755) })
+	moved, err := Audit(workdir, []string{filepath.Join(workdir, ".git")}, before)
+	if err != nil || len(moved) != 1 || exists(filepath.Join(sub, ".git")) {
+		t.Errorf("a .git in an unwritable directory: moved %v, %v", moved, err)
+	}
+	if info, err := os.Lstat(sub); err != nil || info.Mode().Perm() != 0o555 {
+		t.Errorf("the directory was left writable: %v, %v", info.Mode(), err)
+	}
+}

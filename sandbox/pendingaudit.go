@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -184,34 +185,54 @@ func pickUpAudits(policy Policy) (moved []string, live int, err error) {
 	return all, live, errors.Join(problems...)
 }
 
-// commitLockName is the lock a --git commit run holds on its project from before its
-// inventory to the end of its audit (lockCommitRuns).
-const commitLockName = "commit.lock"
+// commitLocks are the locks a --git commit run holds from before its inventory to the
+// end of its audit (lockCommitRuns); Close lets them go.
+type commitLocks []*os.File
 
-// lockCommitRuns keeps --git commit runs on one project from overlapping: two at once
-// could each undo what the other's audit did (a second run's command renamed the first's
-// quarantine back, and its own inventory had taken the plant for the project's own). The
-// lock is held until the returned file is closed; a run that finds it taken is refused.
-func lockCommitRuns(policy Policy) (*os.File, error) {
+func (l commitLocks) Close() {
+	for _, f := range l {
+		f.Close()
+	}
+}
+
+// lockCommitRuns keeps --git commit runs whose workdirs are one or nest from overlapping:
+// two at once could each undo what the other's audit did (a second run's command renamed
+// the first's quarantine back, and its own inventory, taken while the plant was there,
+// kept it). A run holds an exclusive lock for its workdir and a shared one for each
+// directory above it, all in the caller's layers directory (projects nest: a run in P
+// and one in P/sub write into one tree, as landings found); a run that cannot take them
+// is refused. Runs of projects side by side take shared locks on their common parents
+// alone, and go on together.
+func lockCommitRuns(policy Policy) (commitLocks, error) {
 	if policy.Git != GitCommit {
 		return nil, nil
 	}
-	dir := filepath.Dir(policy.PolicyBase) // set in commit mode (recordPolicyBase refuses otherwise)
-	if err := home.ProvePrivate(dir); err != nil {
-		return nil, fmt.Errorf("--git commit keeps its lock in %s: %w", dir, err)
+	project := filepath.Dir(policy.PolicyBase) // set in commit mode (recordPolicyBase refuses otherwise)
+	layers := filepath.Dir(project)
+	// The project's directory and the layers directory above it, as for the records.
+	if err := home.ProvePrivate(project); err != nil {
+		return nil, fmt.Errorf("--git commit keeps its locks in %s: %w", layers, err)
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, commitLockName), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("--git commit's lock on the project: %w", err)
-	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		lock.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, errors.New("another --git commit run on this project is under way: run this one once it has ended (two at once could each undo what the other's audit did)")
+	var held commitLocks
+	for dir, how := policy.Workdir, unix.LOCK_EX; ; dir, how = filepath.Dir(dir), unix.LOCK_SH {
+		sum := sha256.Sum256([]byte(dir))
+		lock, err := os.OpenFile(filepath.Join(layers, "commit-"+hex.EncodeToString(sum[:12])+".lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o600)
+		if err == nil {
+			err = unix.Flock(int(lock.Fd()), how|unix.LOCK_NB)
+			held = append(held, lock)
 		}
-		return nil, fmt.Errorf("--git commit's lock on the project: %w", err)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			held.Close()
+			return nil, fmt.Errorf("another --git commit run is under way on this project, or on one it lies in or that lies in it (%s): run this one once it has ended (two at once could each undo what the other's audit did)", gitmeta.Shown(dir))
+		}
+		if err != nil {
+			held.Close()
+			return nil, fmt.Errorf("--git commit's lock on the project: %w", err)
+		}
+		if dir == "/" || dir == "." {
+			return held, nil
+		}
 	}
-	return lock, nil
 }
 
 // pickedUpError is a run refused because the audits pickUpAudits did moved entries of the

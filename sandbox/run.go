@@ -180,12 +180,12 @@ func Run(ctx context.Context, policy Policy, cmd []string, opts Options) (Result
 	if policy.NetProxy.Joined {
 		plan.joiner = opts.NetJoiner
 	}
-	// One commit-mode run on a project at a time, from its inventory to its audit.
-	commitLock, err := lockCommitRuns(policy)
+	// One commit-mode run on a tree at a time, from its inventory to its audit.
+	treeLocks, err := lockCommitRuns(policy)
 	if err != nil {
 		return Result{}, &UnavailableError{Reason: ReasonHardening, Bwrap: opts.Bwrap, Err: err}
 	}
-	defer commitLock.Close()
+	defer treeLocks.Close()
 	// Earlier commit-mode runs killed with their keeper left audits nobody did: done
 	// first, or this run's inventory would take their plants for the project's own.
 	switch picked, live, err := pickUpAudits(policy); {

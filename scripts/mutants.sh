@@ -1589,10 +1589,10 @@ test: ./cmd/bwrapkit TestAttackKilledCommitModeRunIsStillAudited
 what: a run first does the pending audits of earlier commit-mode runs killed together with their keeper
 
 file: sandbox/run.go
-line: commitLock, err := lockCommitRuns(policy)
-into: commitLock, err := (*os.File)(nil), error(nil)
+line: treeLocks, err := lockCommitRuns(policy)
+into: treeLocks, err := commitLocks(nil), error(nil)
 test: ./cmd/bwrapkit TestAttackCommitModeRunsDoNotOverlap
-what: --git commit runs on one project do not overlap (a second run's command renamed the first's quarantine back, and its inventory kept the plant)
+what: --git commit runs on one project, or on nested ones, do not overlap (a second run's command renamed the first's quarantine back, and its inventory kept the plant)
 
 file: sandbox/gitmeta/commit.go
 line: subs = append(subs, path)

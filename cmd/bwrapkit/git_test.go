@@ -360,9 +360,10 @@ func TestAttackKilledCommitModeRunIsStillAudited(t *testing.T) {
 }
 
 // TestAttackCommitModeRunsDoNotOverlap: a second --git commit run on a project while
-// one goes on is refused: its command could rename the first's quarantine back after
-// that audit, and its own inventory, taken while the plant was there, would keep it (the
-// host's git status then ran the first command's fsmonitor). Other runs go on.
+// one goes on, or on a project nested in it, is refused: its command could rename the
+// first's quarantine back after that audit, and its own inventory, taken while the plant
+// was there, would keep it (the host's git status then ran the first command's
+// fsmonitor). A readonly run, and a commit-mode run on a project beside it, go on.
 func TestAttackCommitModeRunsDoNotOverlap(t *testing.T) {
 	bwrap := livetest.SystemBwrap(t)
 	repo := gitRepo(t)
@@ -381,12 +382,27 @@ func TestAttackCommitModeRunsDoNotOverlap(t *testing.T) {
 			t.Fatal("the first run's command never started")
 		}
 	}
-	got := binaryRun(t, environ, "run", "--git", "commit", "--workdir-mode", "direct", "--workdir", repo, "--", "touch", "second")
-	if got.status != 125 || !strings.Contains(got.stderr, "another --git commit run on this project is under way") {
-		t.Errorf("a second commit-mode run: status %d %q", got.status, got.stderr)
+	// The same project, and one nested in it (a submodule's tree is written by both).
+	nested := filepath.Join(repo, "sub")
+	if out, err := hostGit(repo, "init", "-q", "sub").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
 	}
-	if _, err := os.Stat(filepath.Join(repo, "second")); err == nil {
-		t.Error("the second commit-mode run's command ran")
+	if out, err := hostGit(nested, "commit", "-q", "--allow-empty", "-m", "init").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	for _, workdir := range []string{repo, nested} {
+		got := binaryRun(t, environ, "run", "--git", "commit", "--workdir-mode", "direct", "--workdir", workdir, "--", "touch", "second")
+		if got.status != 125 || !strings.Contains(got.stderr, "another --git commit run is under way on this project, or on one it lies in") {
+			t.Errorf("a second commit-mode run in %s: status %d %q", workdir, got.status, got.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(workdir, "second")); err == nil {
+			t.Errorf("the second commit-mode run's command ran in %s", workdir)
+		}
+	}
+	// A project beside it is no business of the first run's.
+	beside := gitRepo(t)
+	if got := binaryRun(t, environ, "run", "--git", "commit", "--workdir-mode", "direct", "--workdir", beside, "--", "true"); got.status != 0 {
+		t.Errorf("a commit-mode run on a project beside it: status %d %q", got.status, got.stderr)
 	}
 	if got := binaryRun(t, environ, "run", "--workdir-mode", "direct", "--workdir", repo, "--", "true"); got.status != 0 {
 		t.Errorf("a readonly run beside it: status %d %q", got.status, got.stderr)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bwrapkit/bwrapkit/home"
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 	"github.com/bwrapkit/bwrapkit/sandbox/gitmeta"
 	"github.com/bwrapkit/bwrapkit/sandbox/lifetime"
 	"golang.org/x/sys/unix"
@@ -86,10 +87,10 @@ func auditPending(record string) int {
 	if !done && err == nil {
 		return 0 // its run did the audit itself
 	}
-	line := auditLine("its keeper", moved, done, err, record)
-	logAudit(filepath.Dir(record), line)
+	what := auditLine("its keeper", moved, done, err, record)
+	lifetime.LogAudit(record, what)
 	if !done {
-		fmt.Fprintln(os.Stderr, "bwrapkit: "+line)
+		fmt.Fprintln(os.Stderr, "bwrapkit: "+what)
 		return 1
 	}
 	return 0
@@ -101,17 +102,17 @@ func isRecordName(name string) bool {
 	return ok && rest != "" && !strings.Contains(rest, ".")
 }
 
-// auditLine is the log's line for one pending audit, done by who (pure).
+// auditLine is what the log says of one pending audit, done by who (pure; LogAudit
+// dates it and says whose audit it was).
 func auditLine(who string, moved []string, done bool, err error, record string) string {
-	line := time.Now().UTC().Format(time.RFC3339) + " a --git commit run whose bwrapkit died before its audit"
 	if !done {
-		return line + ": its audit was not done by " + who + " (" + oneLine(err.Error()) + "); the record stays, " + record + ", for the next run on the project; until then, run no git in the project"
+		return "its audit was not done by " + who + " (" + oneLine(err.Error()) + "); the record stays, " + record + ", for the next run on the project; until then, run no git in the project"
 	}
-	line += ", audited by " + who
+	line := "audited by " + who
 	const shown = 20
 	switch {
 	case len(moved) == 0:
-		line += ": nothing to move aside"
+		line += ", nothing to move aside"
 	case len(moved) > shown:
 		line += fmt.Sprintf("; moved aside %d entries, each to NAME.bwrapkit-quarantine, among them: %s", len(moved), strings.Join(moved[:shown], ", "))
 	default:
@@ -133,14 +134,6 @@ const (
 	maxLogLines = 20
 	maxLogLine  = 4096
 )
-
-// logAudit appends line to the project's AuditLogName in dir.
-func logAudit(dir, line string) {
-	if logFile, err := os.OpenFile(filepath.Join(dir, AuditLogName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
-		fmt.Fprintln(logFile, line)
-		logFile.Close()
-	}
-}
 
 // pickUpAudits does the pending audits of the project that nobody holds: runs killed
 // together with their keeper (pkill -9 -f bwrapkit, a killed scope), whose plants would
@@ -175,7 +168,7 @@ func pickUpAudits(policy Policy) (moved []string, live int, err error) {
 			if !done && err == nil {
 				continue
 			}
-			logAudit(dir, auditLine("the next run on the project", moved, done, err, path))
+			lifetime.LogAudit(path, auditLine("the next run on the project", moved, done, err, path))
 			all = append(all, moved...)
 			if !done {
 				problems = append(problems, fmt.Errorf("%s: %w", path, err))
@@ -250,7 +243,7 @@ func pickedUpError(moved []string) error {
 // removeUnheld removes a record's temporary file that nobody holds and that is older
 // than a minute (a younger one may be a starting run's, between its making and its lock).
 func removeUnheld(path string) {
-	f, err := gitmeta.OpenRecord(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return
 	}

@@ -292,10 +292,9 @@ func moveAside(parent int, path string) (string, error) {
 	name := filepath.Base(path)
 	aside, err := renameAside(parent, name)
 	if errors.Is(err, unix.EACCES) {
-		var st unix.Stat_t
-		if unix.Fstat(parent, &st) == nil && chmodFD(parent, st.Mode&0o7777|0o300) == nil {
+		if was, widenErr := widen(parent, 0o300); widenErr == nil {
 			aside, err = renameAside(parent, name)
-			_ = chmodFD(parent, st.Mode&0o7777)
+			_ = chmodFD(parent, was)
 		}
 	}
 	return filepath.Join(filepath.Dir(path), aside), err
@@ -662,13 +661,12 @@ func gitEntriesBelow(workdir string, unlock bool) (found, unreadable, bare []str
 		if pathErr != nil {
 			return -1, err
 		}
-		var st unix.Stat_t
-		// The whole mode is kept and put back: setgid and sticky bits included.
-		if unix.Fstat(pathFD, &st) != nil || chmodFD(pathFD, st.Mode&0o7777|0o500) != nil {
+		was, widenErr := widen(pathFD, 0o500)
+		if widenErr != nil {
 			unix.Close(pathFD)
 			return -1, err
 		}
-		unlocked = append(unlocked, opened{pathFD, st.Mode & 0o7777})
+		unlocked = append(unlocked, opened{pathFD, was})
 		return unix.Openat(pathFD, ".", unix.O_RDONLY|flags, 0)
 	}
 	var walk func(fd int, dir string)
@@ -724,6 +722,17 @@ func gitEntriesBelow(workdir string, unlock bool) (found, unreadable, bare []str
 		}
 		unlocked = nil
 	}
+}
+
+// widen opens the directory fd names (an O_PATH descriptor) to its owner by bits, and
+// returns the whole mode it had (setgid and sticky bits included), which chmodFD puts back.
+func widen(fd int, bits uint32) (uint32, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, err
+	}
+	was := st.Mode & 0o7777
+	return was, chmodFD(fd, was|bits)
 }
 
 // chmodFD changes the mode of the file fd names, an O_PATH descriptor (which fchmod

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,20 +79,6 @@ func WritePending(path string, p Pending) (*os.File, error) {
 	return temp, nil
 }
 
-// OpenRecord opens a record for its lock, and only a regular file: never through a
-// symlink, and never waiting on a fifo (one there hung every run on the project).
-func OpenRecord(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	return f, nil
-}
-
 // ErrPendingLive is AuditPending finding the record held: its run, or that run's keeper
 // or auditor, is alive.
 var ErrPendingLive = errors.New("the run that wrote it is still going (its bwrapkit, keeper or auditor holds it)")
@@ -127,7 +114,7 @@ func ReadPending(path string) (Pending, error) {
 // still held after wait is ErrPendingLive; one that cannot be read stays, for the error
 // to name.
 func AuditPending(path string, wait time.Duration) (moved []string, done bool, err error) {
-	f, err := OpenRecord(path)
+	f, err := safefile.Open(path) // never through a symlink, never waiting on a fifo
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bwrapkit/bwrapkit/internal/safefile"
 	"github.com/bwrapkit/bwrapkit/sandbox/cgroup"
 	"golang.org/x/sys/unix"
 )
@@ -191,7 +192,7 @@ const auditBound = 2 * time.Minute
 // Said before bwrap starts; bwrapkit removes the record itself once it did the audit.
 func (k *Keeper) AuditAfter(auditor, record string) error {
 	for _, p := range []string{auditor, record} {
-		if !path.IsAbs(p) || path.Clean(p) != p || strings.ContainsAny(p, "\n") {
+		if !cleanAbs(p) || strings.ContainsAny(p, "\n") {
 			return fmt.Errorf("keeper: %q is not an absolute, clean path on one line", p)
 		}
 	}
@@ -292,7 +293,7 @@ func Main(args []string) int {
 			record.Close()
 			audit(state.auditor, state.audit)
 		} else {
-			logAudit(state.audit, fmt.Sprintf("the run's processes did not end within %v, so its keeper did no audit (it would race them); the record stays (%s) for the next run on the project, which does the audit first: until then, run no git in the project", exitBound, state.audit))
+			LogAudit(state.audit, fmt.Sprintf("the run's processes did not end within %v, so its keeper did no audit (it would race them); the record stays (%s) for the next run on the project, which does the audit first: until then, run no git in the project", exitBound, state.audit))
 		}
 	}
 	return 0
@@ -306,11 +307,11 @@ const exitBound = 5 * time.Second
 // later run takes the record for one whose run, keeper and auditor all died. nil if the
 // record cannot be held.
 func holdRecord(path string) *os.File {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return nil
 	}
-	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() || unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil {
+	if unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil {
 		f.Close()
 		return nil
 	}
@@ -332,11 +333,12 @@ func audit(auditor, record string) {
 	if err == nil {
 		return
 	}
-	logAudit(record, fmt.Sprintf("the audit its keeper started (%s) did not finish (%v, bound %v); the record stays (%s) for the next run on the project, which does the audit first: until then, run no git in the project", auditor, err, auditBound, record))
+	LogAudit(record, fmt.Sprintf("the audit its keeper started (%s) did not finish (%v, bound %v); the record stays (%s) for the next run on the project, which does the audit first: until then, run no git in the project", auditor, err, auditBound, record))
 }
 
-// logAudit says in AuditLogName beside record what became of a killed run's audit.
-func logAudit(record, what string) {
+// LogAudit says in AuditLogName beside record what became of a killed run's audit:
+// the keeper's words, and the auditor's (sandbox.AuditMain) and a later run's.
+func LogAudit(record, what string) {
 	line := time.Now().UTC().Format(time.RFC3339) + " a --git commit run whose bwrapkit died before its audit: " + what + "\n"
 	if log, err := os.OpenFile(path.Join(path.Dir(record), AuditLogName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 		_, _ = log.WriteString(line)

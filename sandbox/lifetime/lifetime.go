@@ -37,7 +37,7 @@ func parseMessage(line string) (message, error) {
 	kind, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
 	switch kind {
 	case "auditor", "audit":
-		if !path.IsAbs(rest) || path.Clean(rest) != rest {
+		if !cleanAbs(rest) {
 			return message{}, fmt.Errorf("keeper: %q: not an absolute, clean path", line)
 		}
 		return message{kind: kind, path: rest}, nil
@@ -60,6 +60,10 @@ func parseMessage(line string) (message, error) {
 	}
 	return message{}, fmt.Errorf("keeper: unknown message %q", line)
 }
+
+// cleanAbs: p is an absolute path in its clean form, as the auditor's and the record's
+// must be on either side of the lifeline.
+func cleanAbs(p string) bool { return path.IsAbs(p) && path.Clean(p) == p }
 
 // watched is what the keeper knows of a run at the moment bwrapkit goes.
 type watched struct {
